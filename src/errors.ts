@@ -1,0 +1,218 @@
+import { GraphQLError } from 'graphql';
+
+/** The error codes of SPEC 7.1. */
+export type ErrorCode =
+  | 'UNAUTHENTICATED'
+  | 'UNAUTHORIZED'
+  | 'VALIDATION'
+  | 'NOT_FOUND'
+  | 'CONFLICT'
+  | 'RATE_LIMITED'
+  | 'COMPLEXITY_LIMIT_EXCEEDED'
+  | 'INTERNAL';
+
+export type Meta = Record<string, unknown>;
+
+interface ReasonSpec<M extends Meta = Meta> {
+  code: ErrorCode;
+  message: string | ((meta: M) => string);
+}
+
+function reason<M extends Meta = Record<string, never>>(
+  code: ErrorCode,
+  message: ReasonSpec<M>['message'],
+): ReasonSpec<M> {
+  return { code, message };
+}
+
+/**
+ * Every reason of the core (SPEC 7.3), with its code, meta shape and message. Clients
+ * match `reason` and read `meta`; messages may change, reasons never do.
+ */
+export const coreReasons = {
+  authentication_required: reason('UNAUTHENTICATED', 'authentication required'),
+  credentials_invalid: reason('UNAUTHENTICATED', 'email or password is wrong'),
+  rate_limited: reason<{ retryAfter: number }>(
+    'RATE_LIMITED',
+    (m) => `too many attempts; try again in ${m.retryAfter} seconds`,
+  ),
+  scope_missing: reason<{ scope: string }>('UNAUTHORIZED', (m) => `scope required: ${m.scope}`),
+  capability_missing: reason<{ scope: string | null; capability: string }>(
+    'UNAUTHORIZED',
+    'admin required',
+  ),
+  contact_name_required: reason('VALIDATION', 'a contact needs a name'),
+  identity_channel_required: reason('VALIDATION', 'an identity needs a channel'),
+  identity_identifier_required: reason('VALIDATION', 'an identity needs an identifier'),
+  identity_taken: reason<{ ownerContactId: string }>(
+    'CONFLICT',
+    'that identity belongs to another contact',
+  ),
+  channel_not_writable: reason('VALIDATION', 'that channel accepts no writes'),
+  identity_not_found: reason('NOT_FOUND', 'identity not found'),
+  contact_not_found: reason('NOT_FOUND', 'contact not found'),
+  task_title_required: reason('VALIDATION', 'a task needs a title'),
+  task_priority_unknown: reason<{ allowed: string[] }>(
+    'VALIDATION',
+    (m) => `priority must be one of ${m.allowed.join(', ')}`,
+  ),
+  task_status_unknown: reason<{ allowed: string[] }>(
+    'VALIDATION',
+    (m) => `status must be one of ${m.allowed.join(', ')}`,
+  ),
+  task_filter_choice_required: reason(
+    'VALIDATION',
+    'tasks take exactly one of date, dueBefore or contactId',
+  ),
+  task_not_found: reason('NOT_FOUND', 'task not found'),
+  origin_source_required: reason('VALIDATION', 'an origin event needs a source'),
+  event_unknown: reason<{ event: string }>('VALIDATION', (m) => `unknown event: ${m.event}`),
+  webhook_url_invalid: reason('VALIDATION', 'the webhook URL does not parse'),
+  webhook_url_internal: reason<{ host: string }>(
+    'VALIDATION',
+    (m) => `the webhook URL points at an internal address (${m.host}) the operator has not allowed`,
+  ),
+  webhook_events_required: reason('VALIDATION', 'a webhook needs at least one event'),
+  webhook_not_found: reason('NOT_FOUND', 'webhook not found'),
+  first_out_of_range: reason<{ min: number; max: number }>(
+    'VALIDATION',
+    (m) => `graph: first must be between ${m.min} and ${m.max}`,
+  ),
+  locale_unknown: reason<{ supported: string[] }>(
+    'VALIDATION',
+    (m) => `locale must be one of ${m.supported.join(', ')}`,
+  ),
+  cursor_malformed: reason('VALIDATION', 'cursor was not issued by this field'),
+  value_malformed: reason<{ type: string }>(
+    'VALIDATION',
+    (m) => `value is not a valid ${m.type}`,
+  ),
+  token_name_required: reason('VALIDATION', 'a token needs a name'),
+  token_not_found: reason('NOT_FOUND', 'token not found'),
+  scope_malformed: reason<{ scope: string }>(
+    'VALIDATION',
+    (m) => `scope "${m.scope}" is not area:access`,
+  ),
+  scopes_required: reason('VALIDATION', 'a scoped token needs at least one scope'),
+  area_unknown: reason<{ area: string }>('VALIDATION', (m) => `unknown scope area: ${m.area}`),
+  lifetime_negative: reason('VALIDATION', 'a lifetime must be zero or more days'),
+  lifetime_too_long: reason<{ maxDays: number }>(
+    'VALIDATION',
+    (m) => `a lifetime may be at most ${m.maxDays} days`,
+  ),
+  email_invalid: reason('VALIDATION', 'email address does not parse'),
+  email_taken: reason('VALIDATION', 'that email address belongs to another account'),
+  name_required: reason('VALIDATION', 'an account needs a name'),
+  name_too_long: reason<{ max: number }>(
+    'VALIDATION',
+    (m) => `name may be at most ${m.max} characters`,
+  ),
+  password_too_short: reason<{ min: number }>(
+    'VALIDATION',
+    (m) => `password must be at least ${m.min} characters`,
+  ),
+  password_too_long: reason<{ max: number }>(
+    'VALIDATION',
+    (m) => `password may be at most ${m.max} characters`,
+  ),
+  user_not_found: reason('NOT_FOUND', 'user not found'),
+  self_disable_refused: reason('VALIDATION', 'you cannot disable your own account'),
+  self_role_refused: reason('VALIDATION', 'you cannot change your own role'),
+  last_privileged_refused: reason('VALIDATION', 'the last admin cannot be unseated'),
+  role_beyond_reach: reason('VALIDATION', 'that role is beyond your own'),
+  role_unknown: reason<{ role: string }>('VALIDATION', (m) => `unknown role: ${m.role}`),
+  // Not in SPEC 7.3; see docs/decisions.md ("Refusals the spec leaves unnamed").
+  complexity_limit_exceeded: reason<{ complexity: number; limit: number }>(
+    'COMPLEXITY_LIMIT_EXCEEDED',
+    (m) => `operation has complexity ${m.complexity}, which exceeds the limit of ${m.limit}`,
+  ),
+  operation_deadline_exceeded: reason<{ seconds: number }>(
+    'COMPLEXITY_LIMIT_EXCEEDED',
+    (m) => `operation ran past its deadline of ${m.seconds} seconds`,
+  ),
+  operation_invalid: reason('VALIDATION', 'operation is not valid against the schema'),
+  body_too_large: reason<{ maxBytes: number }>(
+    'VALIDATION',
+    (m) => `request body exceeds the limit of ${m.maxBytes} bytes`,
+  ),
+} satisfies Record<string, ReasonSpec<never>>;
+
+export type CoreReason = keyof typeof coreReasons;
+type MetaOf<R extends CoreReason> =
+  (typeof coreReasons)[R] extends ReasonSpec<infer M> ? M : never;
+
+/** Reasons installed plugins declare (SPEC 7.4), registered when a plugin loads. */
+const pluginReasons = new Map<string, ReasonSpec>();
+
+export function registerReason(name: string, spec: ReasonSpec): void {
+  const existing = name in coreReasons ? coreReasons[name as CoreReason] : pluginReasons.get(name);
+  if (existing && existing.code !== spec.code) {
+    throw new Error(`reason ${name} is already declared with code ${existing.code}`);
+  }
+  if (!existing) pluginReasons.set(name, spec);
+}
+
+export interface AppErrorOptions {
+  /** Extra top-level extensions (`scope`, `capability`, `retryAfter`). */
+  extensions?: Record<string, unknown>;
+  /** HTTP status and headers for the transport; never sent to the client. */
+  http?: { status: number; headers?: Record<string, string> };
+  message?: string;
+}
+
+/**
+ * The one error the service shows a client: SPEC 7.1's shape, with `code`, `reason` and
+ * `meta`. Anything else thrown is masked as a bare INTERNAL.
+ */
+export class AppError extends GraphQLError {
+  readonly code: ErrorCode;
+  readonly reason: string;
+  readonly meta: Meta;
+
+  constructor(reasonName: string, spec: ReasonSpec, meta: Meta, options: AppErrorOptions = {}) {
+    const message =
+      options.message ??
+      (typeof spec.message === 'function' ? spec.message(meta as never) : spec.message);
+    super(message, {
+      extensions: {
+        code: spec.code,
+        reason: reasonName,
+        meta,
+        ...options.extensions,
+        ...(options.http ? { http: options.http } : {}),
+      },
+    });
+    this.name = 'AppError';
+    this.code = spec.code;
+    this.reason = reasonName;
+    this.meta = meta;
+  }
+}
+
+/** A refusal from the core catalogue: `refuse('identity_taken', { ownerContactId })`. */
+export function refuse<R extends CoreReason>(
+  name: R,
+  ...[meta, options]: MetaOf<R> extends Record<string, never>
+    ? [meta?: Record<string, never>, options?: AppErrorOptions]
+    : [meta: MetaOf<R>, options?: AppErrorOptions]
+): AppError {
+  return new AppError(name, coreReasons[name] as ReasonSpec, meta ?? {}, options);
+}
+
+/** A refusal by a reason a plugin declared. */
+export function refusePlugin(name: string, meta: Meta = {}, options?: AppErrorOptions): AppError {
+  const spec = pluginReasons.get(name) ?? (coreReasons as Record<string, ReasonSpec>)[name];
+  if (!spec) throw new Error(`reason ${name} is not declared`);
+  return new AppError(name, spec, meta, options);
+}
+
+export function isAppError(error: unknown): error is AppError {
+  return error instanceof AppError;
+}
+
+/** The bare INTERNAL answer: no reason, nothing from the failure. */
+export function internalError(correlationId: string): GraphQLError {
+  return new GraphQLError('internal error', {
+    extensions: { code: 'INTERNAL', correlationId },
+  });
+}
