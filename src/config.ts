@@ -1,4 +1,23 @@
-// Configuration types. The parser (loadConfig) is implemented below the types.
+// Configuration types. The parser (loadConfig) is implemented below the types; the
+// helpers parsing each kind of value live in src/config/.
+
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseEnv } from 'node:util';
+import {
+  readChat,
+  readCommands,
+  readFields,
+  readGraphLimits,
+  readHttp,
+  readInvitations,
+  readServer,
+  readWebhooks,
+  readWorkspaces,
+} from './config/groups.js';
+import { readGraphLists } from './config/graph-lists.js';
+import { readMail } from './config/mail.js';
+import { EnvReader } from './config/reader.js';
 
 export type Env = Record<string, string | undefined>;
 
@@ -14,6 +33,11 @@ export interface CidrRange {
 }
 
 export interface HostPort {
+  /**
+   * Lowercased name or IP address; IPv6 without brackets (`::1`). Empty only in SVC_ADDR
+   * `:8080`, meaning every interface: pass `undefined` as listen's host, so Node binds
+   * `::` or, without IPv6, `0.0.0.0`.
+   */
   host: string;
   port: number;
 }
@@ -138,4 +162,110 @@ export interface LoadedConfig {
   /** Every value; a refused one falls back to its default (or null) so commands that ignore it can run. */
   config: Config;
   problems: ConfigProblem[];
+}
+
+/**
+ * Parses every SVC_ variable of SPEC 2.6, 2.7, 8.1 and 8.2. Never throws on a bad value:
+ * each one becomes a problem and falls back to its default (or null), so a command that
+ * ignores its group can still run. The caller decides which problems stop it.
+ */
+export function loadConfig(env: Env): LoadedConfig {
+  const reader = new EnvReader(env);
+  const config: Config = {
+    server: readServer(reader),
+    mail: readMail(reader),
+    invitations: readInvitations(reader),
+    workspaces: readWorkspaces(reader),
+    graph: { ...readGraphLists(reader), ...readGraphLimits(reader) },
+    http: readHttp(reader),
+    webhooks: readWebhooks(reader),
+    chat: readChat(reader),
+    fields: readFields(reader),
+    commands: readCommands(reader),
+  };
+  return { config: deepFreeze(config), problems: reader.problems };
+}
+
+/**
+ * Freezes objects and arrays all the way down. Buffers and the bytes of CIDR ranges stay
+ * writable: JavaScript refuses to freeze a typed array that has elements.
+ */
+function deepFreeze<T>(value: T): T {
+  if (typeof value !== 'object' || value === null || ArrayBuffer.isView(value)) return value;
+  for (const child of Object.values(value)) deepFreeze(child);
+  return Object.freeze(value);
+}
+
+/**
+ * Reads `<cwd>/.env`, if there is one, under the variables of `env`. A variable present
+ * in `env` wins even when empty (as dotenv and Node's --env-file do), so an operator can
+ * blank out a file value; the empty string then counts as unset. A missing file is no
+ * error; an unreadable one throws, since the operator meant it to be read.
+ */
+export function loadEnvFile(cwd: string, env: Env): Env {
+  const path = join(cwd, '.env');
+  let content: string;
+  try {
+    content = readFileSync(path, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { ...env };
+    throw new Error(`cannot read ${path}: ${(error as Error).message}`, { cause: error });
+  }
+  const merged: Env = { ...parseEnv(content) };
+  for (const [name, value] of Object.entries(env)) {
+    if (value !== undefined) merged[name] = value;
+  }
+  return merged;
+}
+
+/**
+ * The one place that reads process.env (lint allows it in this file only): the real
+ * environment over `<cwd>/.env`, parsed. Everything else takes an `Env` or a `Config`.
+ */
+export function loadProcessConfig(cwd: string): LoadedConfig {
+  return loadConfig(loadEnvFile(cwd, process.env));
+}
+
+/** One problem a line, in the order the variables are read, for `svc check` and startup. */
+export function formatProblems(problems: ConfigProblem[]): string {
+  return problems.map((problem) => `- ${problem.message}`).join('\n');
+}
+
+/** SPEC 8.2: every refused value stops serve, except the three Command records ones. */
+export function problemsStoppingServe(problems: ConfigProblem[]): ConfigProblem[] {
+  return problems.filter((problem) => problem.group !== 'commands');
+}
+
+const PLUGIN_COMMAND_GROUPS: ReadonlySet<ConfigGroup> = new Set([
+  'mail',
+  'workspaces',
+  'webhooks',
+  'fields',
+  'chat',
+]);
+
+/**
+ * SPEC 8.2: problems that stop account commands taking `-as` before they change anything,
+ * and `migrate`, `seed -yes`, `account:create-admin` after their migrations: refused
+ * values under Mail, Workspaces, Webhooks, Fields plugin, Chat plugin, and
+ * SVC_SHUTDOWN_STOP_GRACE (these commands start the plugins).
+ */
+export function problemsStoppingPluginCommands(problems: ConfigProblem[]): ConfigProblem[] {
+  return problems.filter(
+    (problem) =>
+      PLUGIN_COMMAND_GROUPS.has(problem.group) || problem.variable === 'SVC_SHUTDOWN_STOP_GRACE',
+  );
+}
+
+/** Problems with the Command records variables, which each command judges for itself. */
+export function commandRecordProblems(problems: ConfigProblem[]): ConfigProblem[] {
+  return problems.filter((problem) => problem.group === 'commands');
+}
+
+/** The database URL, for commands that need one; `serve` stops here when it is unset. */
+export function requireDatabaseUrl(config: Config): string {
+  if (config.server.databaseUrl !== null) return config.server.databaseUrl;
+  throw new Error(
+    'SVC_DATABASE_URL is not set; set it to a connection string such as postgres://user:password@host:5432/db',
+  );
 }

@@ -126,9 +126,9 @@ export const coreReasons = {
     'COMPLEXITY_LIMIT_EXCEEDED',
     (m) => `operation has complexity ${m.complexity}, which exceeds the limit of ${m.limit}`,
   ),
-  operation_deadline_exceeded: reason<{ seconds: number }>(
+  operation_deadline_exceeded: reason<{ timeoutMs: number }>(
     'COMPLEXITY_LIMIT_EXCEEDED',
-    (m) => `operation ran past its deadline of ${m.seconds} seconds`,
+    (m) => `operation ran past its deadline of ${m.timeoutMs} ms`,
   ),
   operation_invalid: reason('VALIDATION', 'operation is not valid against the schema'),
   body_too_large: reason<{ maxBytes: number }>(
@@ -145,7 +145,8 @@ type MetaOf<R extends CoreReason> =
 const pluginReasons = new Map<string, ReasonSpec>();
 
 export function registerReason(name: string, spec: ReasonSpec): void {
-  const existing = name in coreReasons ? coreReasons[name as CoreReason] : pluginReasons.get(name);
+  const existing =
+    name in coreReasons ? (coreReasons[name as CoreReason] as ReasonSpec) : pluginReasons.get(name);
   if (existing && existing.code !== spec.code) {
     throw new Error(`reason ${name} is already declared with code ${existing.code}`);
   }
@@ -196,12 +197,13 @@ export function refuse<R extends CoreReason>(
     ? [meta?: Record<string, never>, options?: AppErrorOptions]
     : [meta: MetaOf<R>, options?: AppErrorOptions]
 ): AppError {
-  return new AppError(name, coreReasons[name] as ReasonSpec, meta ?? {}, options);
+  return new AppError(name, coreReasons[name] as unknown as ReasonSpec, meta ?? {}, options);
 }
 
 /** A refusal by a reason a plugin declared. */
 export function refusePlugin(name: string, meta: Meta = {}, options?: AppErrorOptions): AppError {
-  const spec = pluginReasons.get(name) ?? (coreReasons as Record<string, ReasonSpec>)[name];
+  const spec =
+    pluginReasons.get(name) ?? (coreReasons as unknown as Record<string, ReasonSpec>)[name];
   if (!spec) throw new Error(`reason ${name} is not declared`);
   return new AppError(name, spec, meta, options);
 }

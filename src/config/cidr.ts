@@ -1,0 +1,49 @@
+import type { CidrRange } from '../config.js';
+import { formatIp, ipFromBytes, parseIp, unmapIpv4, type IpAddress } from './ip.js';
+import { parseEach, splitList } from './list.js';
+import { accept, refuse, type Parsed } from './parsed.js';
+
+const PREFIX = /^[0-9]{1,3}$/;
+
+/**
+ * Parses `10.0.0.0/8` or `2001:db8::/32`. A bare address is refused (SPEC 8.2): the
+ * operator must say how wide the range is. Host bits are masked, not refused, as Go's
+ * net.ParseCIDR does: `10.1.2.3/8` means `10.0.0.0/8`. An IPv4-mapped range
+ * (`::ffff:10.0.0.0/104`) becomes the IPv4 range it covers (`10.0.0.0/8`); one shorter
+ * than /96 is refused because it reaches beyond the mapped block.
+ */
+export function parseCidr(text: string): Parsed<CidrRange> {
+  const slash = text.indexOf('/');
+  const address = parseIp(slash === -1 ? text : text.slice(0, slash));
+  if (slash === -1 && address) {
+    return refuse('must list CIDR ranges such as 10.0.0.5/32, not bare addresses');
+  }
+  if (!address) return refuse('must list CIDR ranges such as 10.0.0.0/8');
+  const prefixText = text.slice(slash + 1);
+  const maxPrefix = address.kind() === 'ipv4' ? 32 : 128;
+  const prefix = PREFIX.test(prefixText) ? Number(prefixText) : NaN;
+  if (!(prefix <= maxPrefix)) return refuse(`must use a prefix length from 0 to ${maxPrefix}`);
+  const ipv4 = unmapIpv4(address);
+  if (!ipv4) return accept(toRange(address, prefix));
+  if (prefix < 96) return refuse('must not list an IPv4-mapped range shorter than /96');
+  return accept(toRange(ipv4, prefix - 96));
+}
+
+function toRange(address: IpAddress, prefix: number): CidrRange {
+  const bytes = Uint8Array.from(address.toByteArray());
+  maskHostBits(bytes, prefix);
+  const family = bytes.length === 4 ? 4 : 6;
+  return { text: `${formatIp(ipFromBytes(bytes))}/${prefix}`, family, bytes, prefix };
+}
+
+function maskHostBits(bytes: Uint8Array, prefix: number): void {
+  for (let i = 0; i < bytes.length; i++) {
+    const kept = Math.min(8, Math.max(0, prefix - i * 8));
+    bytes[i] = (bytes[i] ?? 0) & ((0xff << (8 - kept)) & 0xff);
+  }
+}
+
+/** Comma-separated CIDR ranges (SVC_TRUSTED_PROXIES). */
+export function parseCidrList(text: string): Parsed<CidrRange[]> {
+  return parseEach(splitList(text), parseCidr);
+}

@@ -1,0 +1,86 @@
+import { parseHost, parseHostPort } from './host-port.js';
+import { accept, refuse, type Parsed } from './parsed.js';
+
+export const SSL_MODES = ['disable', 'allow', 'prefer', 'require', 'verify-ca', 'verify-full'];
+
+const SCHEME = /^postgres(ql)?:\/\//i;
+const FORM = 'postgres://user:password@host:5432/db';
+// A `%` not followed by two hex digits; decodeURIComponent also catches invalid UTF-8.
+const BAD_ESCAPE = /%(?![0-9a-f]{2})/i;
+
+/**
+ * Checks SVC_DATABASE_URL (SPEC 8.2) and returns it unchanged. Our own splitting, not
+ * WHATWG URL: URL parsing silently takes the last `@` as the separator, while the
+ * driver splits at the first, so a bare `@` in a password would reach the wrong host.
+ * The password and port are optional (trust or peer authentication, port 5432);
+ * messages never quote the value, because it carries the password.
+ */
+export function parseDatabaseUrl(text: string): Parsed<string> {
+  const scheme = SCHEME.exec(text);
+  if (!scheme) return refuse(`must start with postgres:// or postgresql://, as ${FORM}`);
+  const rest = text.slice(scheme[0].length);
+  const at = rest.indexOf('@');
+  if (at === -1) return refuse(`must name a user before the host, as ${FORM}`);
+  if (rest.indexOf('@', at + 1) !== -1) {
+    return refuse('has a bare @ in the user or password; write it as %40');
+  }
+  const userInfo = checkUserInfo(rest.slice(0, at));
+  if (!userInfo.ok) return userInfo;
+  const location = checkLocation(rest.slice(at + 1));
+  return location.ok ? accept(text) : location;
+}
+
+function checkUserInfo(userInfo: string): Parsed<null> {
+  if (/[/?#[\]]/.test(userInfo)) {
+    return refuse(
+      'has a bare reserved sign in the user or password; write / as %2F, ? as %3F, # as %23',
+    );
+  }
+  const colon = userInfo.indexOf(':');
+  if ((colon === -1 ? userInfo : userInfo.slice(0, colon)) === '') {
+    return refuse(`must name a user before the host, as ${FORM}`);
+  }
+  if (!decodes(userInfo))
+    return refuse('has a bad percent escape in the user or password; write % as %25');
+  return accept(null);
+}
+
+function checkLocation(location: string): Parsed<null> {
+  if (location.includes('#')) return refuse('must not end in a fragment (#...)');
+  const [path = '', query] = splitOnce(location, '?');
+  const [hostPort = '', database] = splitOnce(path, '/');
+  const hasPort = hostPort.startsWith('[') ? hostPort.includes(']:') : hostPort.includes(':');
+  const host = hasPort ? parseHostPort(hostPort) : parseHost(hostPort);
+  if (!host.ok)
+    return refuse('must name a host, with an optional port from 1 to 65535, after the @');
+  if (!database || database.includes('/') || !decodes(database)) {
+    return refuse(`must name a database after the host, as ${FORM}`);
+  }
+  return query === undefined || query === '' ? accept(null) : checkQuery(query);
+}
+
+function checkQuery(query: string): Parsed<null> {
+  const mode = /^sslmode=(.*)$/.exec(query)?.[1];
+  if (mode === undefined) return refuse('may only carry ?sslmode=<mode> after the database name');
+  if (!SSL_MODES.includes(mode)) {
+    return refuse(
+      `must use an sslmode of ${SSL_MODES.join(', ')} (got sslmode ${JSON.stringify(mode)})`,
+    );
+  }
+  return accept(null);
+}
+
+function splitOnce(text: string, separator: string): [string, string | undefined] {
+  const index = text.indexOf(separator);
+  return index === -1 ? [text, undefined] : [text.slice(0, index), text.slice(index + 1)];
+}
+
+function decodes(text: string): boolean {
+  if (BAD_ESCAPE.test(text)) return false;
+  try {
+    decodeURIComponent(text);
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,64 @@
+import * as v from 'valibot';
+import type { SmtpTls } from '../config.js';
+import { parseCidrList } from './cidr.js';
+import { parseDatabaseUrl } from './database-url.js';
+import { parseDirectory } from './directory.js';
+import { MAX_TIMER_MS, parseDuration } from './duration.js';
+import { parseHexKey } from './hex-key.js';
+import { parseHost, parseHostPort } from './host-port.js';
+import { parseLocale } from './locale.js';
+import { parseByteSize, parseCount, parsePort, parseWholeNumber } from './numbers.js';
+import { parsePageSizes } from './page-sizes.js';
+import { refuse } from './parsed.js';
+import { fromParser, type Schema } from './reader.js';
+import { parseBaseUrl, parsePublicUrl } from './urls.js';
+import { parseWebhookAllowList } from './webhook-hosts.js';
+
+// The valibot schema of every kind of variable, one place for the loader to pick from.
+
+export const text: Schema<string> = v.string();
+export const count = fromParser(parseCount);
+export const byteSize = fromParser(parseByteSize);
+export const port = fromParser(parsePort);
+export const wholeNumber = (min: number, max: number): Schema<number> =>
+  fromParser((t) => parseWholeNumber(t, min, max));
+
+/** A duration kept as data (a link's life, a cooldown): any safe number of milliseconds. */
+export const duration = fromParser((t) => parseDuration(t));
+/**
+ * A duration handed to a timer (deadlines, timeouts, graces): Node fires a longer
+ * setTimeout after 1 ms, so such values stop at about 24.8 days.
+ */
+export const timerDuration = fromParser((t) => parseDuration(t, { maxMs: MAX_TIMER_MS }));
+/** SVC_TENANT_MACHINE_GRACE: `0s` stops recording at once (SPEC 8.2). */
+export const graceDuration = fromParser((t) => parseDuration(t, { allowZero: true }));
+
+/** SVC_ADDR; `:8080` means every interface, as in Go (`host` is then ''). */
+export const listenAddress = fromParser((t) => parseHostPort(t, { allowEmptyHost: true }));
+export const cidrList = fromParser(parseCidrList);
+export const webhookAllowList = fromParser(parseWebhookAllowList);
+export const databaseUrl = fromParser(parseDatabaseUrl);
+export const locale = fromParser(parseLocale);
+export const pageSizes = fromParser(parsePageSizes);
+export const publicUrl = fromParser(parsePublicUrl);
+export const baseUrl = fromParser(parseBaseUrl);
+export const hexKey = fromParser((t) => parseHexKey(t));
+export const directory = fromParser(parseDirectory);
+
+/** A relay host; `host:587` gets a hint, since the port has its own variable. */
+export const smtpHost = fromParser((t) => {
+  const host = parseHost(t);
+  if (host.ok || !parseHostPort(t).ok) return host;
+  return refuse('must be a host name without a port; set the port in SVC_SMTP_PORT');
+});
+
+export const smtpTls: Schema<SmtpTls> = v.picklist(
+  ['mandatory', 'opportunistic', 'none'],
+  'must be mandatory, opportunistic or none',
+);
+
+/** A plain sender address; a display name (`CRM <crm@example.com>`) is not accepted. */
+export const email: Schema<string> = v.pipe(
+  v.string(),
+  v.email('must be an email address such as crm@example.com'),
+);

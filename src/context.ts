@@ -1,0 +1,24 @@
+import type { Config } from './config.js';
+import type { Database } from './db/client.js';
+import type { Logger } from './log.js';
+
+/** Who is calling. Filled by the authentication layer; null for an anonymous caller. */
+export interface Actor {
+  userId: string;
+  workspaceId: string;
+  role: string | null;
+  capabilities: ReadonlySet<string>;
+  /** Set when the caller presented an API token; null for a session. */
+  token: { id: string; name: string; scopes: ReadonlySet<string> | null } | null;
+}
+
+/** What every resolver and service receives. Built once per request. */
+export interface Context {
+  config: Config;
+  database: Database;
+  log: Logger;
+  requestId: string;
+  actor: Actor | null;
+  /** Aborted when the operation passes its deadline or the server shuts down. */
+  signal: AbortSignal;
+}

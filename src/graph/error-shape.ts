@@ -1,0 +1,52 @@
+import { randomUUID } from 'node:crypto';
+import { GraphQLError } from 'graphql';
+import { AppError, internalError } from '../errors.js';
+import type { Logger } from '../log.js';
+
+function appErrorIn(error: unknown): AppError | null {
+  for (let e: unknown = error; e; e = (e as { originalError?: unknown }).originalError) {
+    if (e instanceof AppError) return e;
+  }
+  return null;
+}
+
+/** A GraphQLError all the way down: a request error from parsing, validation or variables. */
+function isRequestError(error: unknown): error is GraphQLError {
+  if (!(error instanceof GraphQLError)) return false;
+  return !error.originalError || isRequestError(error.originalError);
+}
+
+/**
+ * Yoga's `maskError`: gives every error SPEC 7.1's shape. A refusal keeps its code, reason
+ * and meta wherever graphql-js wrapped it; an error of the request itself (syntax,
+ * validation, variables) becomes VALIDATION; anything else is logged with a correlation
+ * id and answered as a bare INTERNAL.
+ */
+export function createErrorMasker(log: Logger) {
+  return (error: unknown): Error => {
+    const refusal = appErrorIn(error);
+    if (refusal) {
+      if (refusal === error) return refusal;
+      const outer = error as GraphQLError;
+      return new GraphQLError(outer.message, {
+        nodes: outer.nodes,
+        path: outer.path,
+        extensions: refusal.extensions,
+      });
+    }
+    if (isRequestError(error)) {
+      // Yoga's own codes (GRAPHQL_PARSE_FAILED, GRAPHQL_VALIDATION_FAILED, BAD_REQUEST)
+      // become the spec's VALIDATION; its `http` hint stays for the transport.
+      return new GraphQLError(error.message, {
+        nodes: error.nodes,
+        path: error.path,
+        extensions: { ...error.extensions, code: 'VALIDATION', reason: 'operation_invalid', meta: {} },
+      });
+    }
+    const correlationId = randomUUID();
+    log.error({ err: error, correlationId }, 'unexpected error in a graph operation');
+    const masked = internalError(correlationId);
+    const path = (error as { path?: readonly (string | number)[] }).path;
+    return path ? new GraphQLError(masked.message, { path, extensions: masked.extensions }) : masked;
+  };
+}

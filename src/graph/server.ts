@@ -1,0 +1,56 @@
+import { renderGraphiQL } from '@graphql-yoga/render-graphiql';
+import type { GraphQLSchema } from 'graphql';
+import { createYoga, type YogaServerInstance } from 'graphql-yoga';
+import type { Config } from '../config.js';
+import type { Context } from '../context.js';
+import type { Logger } from '../log.js';
+import { useComplexityLimit } from './complexity.js';
+import { useOperationDeadline } from './deadline.js';
+import { createErrorMasker } from './error-shape.js';
+
+export const GRAPH_PATH = '/api/graphql';
+
+/** The server context the HTTP layer hands Yoga with each request. */
+export type GraphServerContext = Omit<Context, 'request'>;
+
+export type GraphServer = YogaServerInstance<GraphServerContext, Context>;
+
+/**
+ * Yoga serving the schema at /api/graphql. Body caps, credentials and request guards run
+ * in the HTTP layer before Yoga reads anything.
+ */
+export function createGraphServer(schema: GraphQLSchema, config: Config, log: Logger): GraphServer {
+  const retryAfterSeconds = Math.max(1, Math.ceil(config.graph.retryAfterMs / 1000));
+  return createYoga<GraphServerContext, Context>({
+    schema,
+    graphqlEndpoint: GRAPH_PATH,
+    landingPage: false,
+    // Bundled GraphiQL: no assets from a CDN, so it works offline and behind a strict CSP.
+    graphiql: config.server.devGraphiql ? { title: 'svc GraphQL' } : false,
+    renderGraphiQL,
+    maskedErrors: { maskError: createErrorMasker(log) },
+    logging: {
+      debug: (...args) => log.debug({ yoga: args }, 'yoga'),
+      info: (...args) => log.info({ yoga: args }, 'yoga'),
+      warn: (...args) => log.warn({ yoga: args }, 'yoga'),
+      error: (...args) => log.error({ yoga: args }, 'yoga'),
+    },
+    // Native classes, so an uploaded part is a real File (STACK-NOTES).
+    fetchAPI: {
+      fetch,
+      Request,
+      Response,
+      Headers,
+      FormData,
+      File,
+      Blob,
+      ReadableStream,
+      URL,
+      URLSearchParams,
+    },
+    plugins: [
+      useComplexityLimit({ defaultPageSize: config.graph.pageSize, retryAfterSeconds }),
+      useOperationDeadline({ timeoutMs: config.graph.operationTimeoutMs, retryAfterSeconds }),
+    ],
+  });
+}

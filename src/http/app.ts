@@ -1,0 +1,120 @@
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { GraphQLSchema } from 'graphql';
+import sirv from 'sirv';
+import type { Config } from '../config.js';
+import type { Database } from '../db/client.js';
+import { pendingMigrationSets, type MigrationSet } from '../db/migrate.js';
+import { refuse } from '../errors.js';
+import { createGraphServer, GRAPH_PATH, type GraphServer } from '../graph/server.js';
+import type { Logger } from '../log.js';
+import type { LoadedPlugin } from '../plugin-host/host.js';
+import { readBody, sendJson, sendWebResponse, toWebRequest } from './node-fetch-bridge.js';
+import { createPluginRouter, PLUGIN_ROUTE_PREFIX } from './plugin-routes.js';
+
+export interface AppDeps {
+  config: Config;
+  database: Database;
+  log: Logger;
+  schema: GraphQLSchema;
+  plugins: readonly LoadedPlugin[];
+  /** Every migration set this process knows, for readiness. */
+  migrationSets: readonly MigrationSet[];
+  /** Aborted when shutdown cancels running requests. */
+  shutdownSignal: AbortSignal;
+  /** True once shutdown began: readiness answers 503 so balancers drain the process. */
+  isShuttingDown(): boolean;
+}
+
+export interface App {
+  handle(req: IncomingMessage, res: ServerResponse): Promise<void>;
+  graph: GraphServer;
+}
+
+function isMultipart(req: IncomingMessage): boolean {
+  return (req.headers['content-type'] ?? '').toLowerCase().startsWith('multipart/form-data');
+}
+
+/** Routes every request of the service: the graph, operator probes, plugins, the frontend. */
+export function createApp(deps: AppDeps): App {
+  const { config, log } = deps;
+  const graph = createGraphServer(deps.schema, config, log);
+  const pluginRouter = createPluginRouter({
+    ...deps,
+    // Until callers can authenticate, no caller may reach a plugin's guarded routes.
+    guard: async (_req, res) => {
+      sendJson(res, 401, { error: 'authentication required' });
+      return false;
+    },
+  });
+  const web = config.server.webDir
+    ? sirv(config.server.webDir, { single: true, etag: true, dev: false })
+    : null;
+
+  async function serveGraph(req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
+    let body: Buffer | null = null;
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      const maxBytes = isMultipart(req) ? config.graph.uploadMaxBytes : config.graph.bodyMaxBytes;
+      const read = await readBody(req, maxBytes);
+      if (read === 'too-large') {
+        const error = refuse('body_too_large', { maxBytes });
+        return sendJson(res, 413, { data: null, errors: [error.toJSON()] }, { connection: 'close' });
+      }
+      body = read;
+    }
+    const controller = new AbortController();
+    res.once('close', () => controller.abort());
+    const signal = AbortSignal.any([controller.signal, deps.shutdownSignal]);
+    const requestId = randomUUID();
+    const response = await graph.fetch(toWebRequest(req, url, body, signal), {
+      config,
+      database: deps.database,
+      log: log.child({ requestId }),
+      requestId,
+      actor: null,
+      signal,
+    });
+    await sendWebResponse(res, response);
+  }
+
+  async function ready(res: ServerResponse): Promise<void> {
+    if (deps.isShuttingDown()) return sendJson(res, 503, { status: 'shutting down' });
+    try {
+      const pending = await pendingMigrationSets(deps.database.sql, [...deps.migrationSets]);
+      if (pending.length > 0) {
+        return sendJson(res, 503, { status: 'migrations pending', sets: pending });
+      }
+      sendJson(res, 200, { status: 'ready' });
+    } catch (error) {
+      log.warn({ err: error }, 'readiness check could not reach the database');
+      sendJson(res, 503, { status: 'database unreachable' });
+    }
+  }
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    const path = url.pathname;
+    if (path === GRAPH_PATH) return serveGraph(req, res, url);
+    if (path === '/api/healthz') return sendJson(res, 200, { status: 'ok' });
+    if (path === '/api/readyz') return ready(res);
+    if (path.startsWith(PLUGIN_ROUTE_PREFIX)) return pluginRouter(req, res, url);
+    if (path === '/api' || path.startsWith('/api/') || !web) {
+      return sendJson(res, 404, { error: 'not found' });
+    }
+    web(req, res, () => sendJson(res, 404, { error: 'not found' }));
+  }
+
+  return {
+    graph,
+    handle: async (req, res) => {
+      try {
+        await handle(req, res);
+      } catch (error) {
+        const correlationId = randomUUID();
+        log.error({ err: error, correlationId, path: req.url }, 'request failed');
+        if (!res.headersSent) sendJson(res, 500, { error: 'internal error', correlationId });
+        else res.destroy();
+      }
+    },
+  };
+}

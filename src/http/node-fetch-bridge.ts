@@ -1,0 +1,86 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { Readable } from 'node:stream';
+
+/** Reads a request body, stopping as soon as it passes `maxBytes`. */
+export async function readBody(
+  req: IncomingMessage,
+  maxBytes: number,
+): Promise<Buffer | 'too-large'> {
+  const declared = Number(req.headers['content-length']);
+  if (Number.isFinite(declared) && declared > maxBytes) return 'too-large';
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > maxBytes) return 'too-large';
+    chunks.push(chunk);
+  }
+  return chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size);
+}
+
+export function webHeaders(req: IncomingMessage): Headers {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (value === undefined) continue;
+    if (Array.isArray(value)) for (const item of value) headers.append(name, item);
+    else headers.set(name, value);
+  }
+  return headers;
+}
+
+export function toWebRequest(
+  req: IncomingMessage,
+  url: URL,
+  body: Buffer | null,
+  signal: AbortSignal,
+): Request {
+  return new Request(url, {
+    method: req.method,
+    headers: webHeaders(req),
+    // A Buffer is a Uint8Array; the DOM typings only want an ArrayBuffer-backed one.
+    body: body && body.length > 0 ? (body as unknown as BodyInit) : null,
+    signal,
+  });
+}
+
+/** Writes a fetch Response to Node, streaming its body (Server-Sent Events included). */
+export async function sendWebResponse(res: ServerResponse, response: Response): Promise<void> {
+  const headers: Record<string, string | string[]> = {};
+  response.headers.forEach((value, name) => {
+    if (name === 'set-cookie') return;
+    headers[name] = value;
+  });
+  const cookies = response.headers.getSetCookie();
+  if (cookies.length > 0) headers['set-cookie'] = cookies;
+  res.writeHead(response.status, headers);
+  if (!response.body) {
+    res.end();
+    return;
+  }
+  const body = Readable.fromWeb(response.body as import('node:stream/web').ReadableStream);
+  // A client that goes away cancels the stream, which ends a subscription's iterator.
+  res.once('close', () => body.destroy());
+  await new Promise<void>((resolve) => {
+    body.once('error', () => {
+      res.destroy();
+      resolve();
+    });
+    res.once('close', resolve);
+    body.pipe(res);
+  });
+}
+
+export function sendJson(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(text),
+    ...headers,
+  });
+  res.end(text);
+}

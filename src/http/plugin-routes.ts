@@ -1,0 +1,92 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Config } from '../config.js';
+import type { Database } from '../db/client.js';
+import type { Logger } from '../log.js';
+import type { PluginRoute } from '../plugin-host/definition.js';
+import type { LoadedPlugin } from '../plugin-host/host.js';
+import { readBody, sendJson, sendWebResponse, toWebRequest } from './node-fetch-bridge.js';
+
+export const PLUGIN_ROUTE_PREFIX = '/api/plugins/';
+
+interface CompiledRoute {
+  route: PluginRoute;
+  segments: string[];
+}
+
+/** Matches `items/:id` against `items/42`, answering the params or null. */
+export function matchPath(segments: string[], path: string[]): Record<string, string> | null {
+  if (segments.length !== path.length) return null;
+  const params: Record<string, string> = {};
+  for (const [i, segment] of segments.entries()) {
+    const actual = path[i] as string;
+    if (segment.startsWith(':')) params[segment.slice(1)] = decodeURIComponent(actual);
+    else if (segment !== actual) return null;
+  }
+  return params;
+}
+
+export interface PluginRouterDeps {
+  config: Config;
+  database: Database;
+  log: Logger;
+  plugins: readonly LoadedPlugin[];
+  shutdownSignal: AbortSignal;
+  /**
+   * Decides whether a caller may reach a plugin's non-public routes; answers the
+   * refusal (already sent) as false. Public routes never reach it.
+   */
+  guard(req: IncomingMessage, res: ServerResponse, plugin: LoadedPlugin): Promise<boolean>;
+}
+
+/** Serves `/api/plugins/<id>/<path>` from the routes plugins declare. */
+export function createPluginRouter(deps: PluginRouterDeps) {
+  const byId = new Map(
+    deps.plugins.map((plugin) => [
+      plugin.manifest.id,
+      {
+        plugin,
+        routes: (plugin.definition?.routes ?? []).map(
+          (route): CompiledRoute => ({ route, segments: route.path.split('/').filter(Boolean) }),
+        ),
+      },
+    ]),
+  );
+
+  return async function servePluginRoute(
+    req: IncomingMessage,
+    res: ServerResponse,
+    url: URL,
+  ): Promise<void> {
+    const [id = '', ...rest] = url.pathname.slice(PLUGIN_ROUTE_PREFIX.length).split('/');
+    const entry = byId.get(id);
+    if (!entry) return sendJson(res, 404, { error: 'not found' });
+    const path = rest.filter(Boolean);
+    const method = req.method === 'HEAD' ? 'GET' : req.method;
+    let matched: { route: PluginRoute; params: Record<string, string> } | null = null;
+    for (const { route, segments } of entry.routes) {
+      const params = route.method === method ? matchPath(segments, path) : null;
+      if (params) {
+        matched = { route, params };
+        break;
+      }
+    }
+    // The guard runs before the plugin sees anything, even for a path it does not serve.
+    if (!matched?.route.public && !(await deps.guard(req, res, entry.plugin))) return;
+    if (!matched) return sendJson(res, 404, { error: 'not found' });
+
+    const body = req.method === 'GET' || req.method === 'HEAD' ? null : await readBody(req, deps.config.graph.uploadMaxBytes);
+    if (body === 'too-large') return sendJson(res, 413, { error: 'request body too large' });
+    const controller = new AbortController();
+    res.once('close', () => controller.abort());
+    const signal = AbortSignal.any([controller.signal, deps.shutdownSignal]);
+    const request = toWebRequest(req, url, body, signal);
+    const response = await matched.route.handler(request, {
+      config: deps.config,
+      database: deps.database,
+      log: deps.log.child({ plugin: id }),
+      params: matched.params,
+      signal,
+    });
+    await sendWebResponse(res, response);
+  };
+}

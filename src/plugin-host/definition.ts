@@ -1,0 +1,72 @@
+import type { Config } from '../config.js';
+import type { Database } from '../db/client.js';
+import type { ErrorCode, Meta } from '../errors.js';
+import type { Logger } from '../log.js';
+
+export type HttpMethod = 'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+
+/** What a route handler receives besides the request. */
+export interface RouteContext {
+  config: Config;
+  database: Database;
+  log: Logger;
+  /** Values of `:name` segments of the route's path. */
+  params: Record<string, string>;
+  /** Aborted when the server shuts down. */
+  signal: AbortSignal;
+}
+
+export interface PluginRoute {
+  method: HttpMethod;
+  /** Path below `/api/plugins/<id>/`, with `:name` segments, e.g. `items/:id`. */
+  path: string;
+  /**
+   * Reachable without a session or token; the plugin authenticates the caller itself
+   * (a signature, a token compare). Public routes skip the plugin-route bounds.
+   * @default false
+   */
+  public?: boolean;
+  handler(request: Request, ctx: RouteContext): Response | Promise<Response>;
+}
+
+/** What `start` receives: the process's shared services. */
+export interface PluginRuntime {
+  config: Config;
+  database: Database;
+  log: Logger;
+}
+
+export interface ReasonDeclaration {
+  code: ErrorCode;
+  message: string | ((meta: Meta) => string);
+}
+
+/**
+ * A plugin's backend module default-exports one of these (via `definePlugin`). Every
+ * member but `id` is optional.
+ */
+export interface PluginDefinition {
+  /** Equals the manifest's id and the folder name. */
+  id: string;
+  /** Scope areas the plugin's graph fields and routes are guarded by (`notes`). */
+  areas?: string[];
+  /** Capabilities the plugin's roles may hold. */
+  capabilities?: string[];
+  /** Further roles: name to the capabilities it holds. */
+  roles?: Record<string, string[]>;
+  /** Webhook event names the plugin publishes (`chat.message.received`). */
+  events?: string[];
+  /** Error reasons the plugin refuses with (SPEC 7.4). */
+  reasons?: Record<string, ReasonDeclaration>;
+  /** HTTP routes served under `/api/plugins/<id>/`. */
+  routes?: PluginRoute[];
+  /**
+   * The scope area every non-public route is held to: a token needs `<area>:read` for
+   * GET and HEAD and `<area>:write` otherwise, checked before the plugin sees the request.
+   */
+  routeArea?: string;
+  /** Called once the server's migrations ran, before it takes requests. */
+  start?(runtime: PluginRuntime): void | Promise<void>;
+  /** Called at shutdown, bounded by SVC_SHUTDOWN_STOP_GRACE. */
+  stop?(): void | Promise<void>;
+}

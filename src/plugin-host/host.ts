@@ -1,0 +1,132 @@
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { registerReason } from '../errors.js';
+import type { MigrationSet } from '../db/migrate.js';
+import type { Logger } from '../log.js';
+import type { PluginDefinition, PluginRuntime } from './definition.js';
+import { PluginManifestError, pluginFolders, readManifest, type PluginManifest } from './manifest.js';
+
+export const stockPluginsDir = path.resolve(
+  path.dirname(fileURLToPath(import.meta.url)),
+  '../../plugins',
+);
+
+export interface LoadedPlugin {
+  manifest: PluginManifest;
+  folder: string;
+  /** Null for a plugin with no backend (a manifest only). */
+  definition: PluginDefinition | null;
+  migrations: MigrationSet | null;
+}
+
+export interface LoadOptions {
+  /** @default the repository's plugins/ folder */
+  dir?: string;
+  /** Load only these ids (tests, schema slices). @default every plugin in dir */
+  only?: readonly string[];
+}
+
+/**
+ * Reads every manifest, then imports each backend. Importing registers the plugin's graph
+ * types on the one builder, so this runs before the schema is built.
+ */
+export async function loadPlugins(options: LoadOptions = {}): Promise<LoadedPlugin[]> {
+  const folders = pluginFolders(options.dir ?? stockPluginsDir).filter(
+    (folder) => !options.only || options.only.includes(path.basename(folder)),
+  );
+  const manifests = folders.map((folder) => ({ folder, manifest: readManifest(folder) }));
+  const loaded: LoadedPlugin[] = [];
+  for (const { folder, manifest } of manifests) {
+    const definition = manifest.backend ? await importBackend(folder, manifest) : null;
+    for (const [name, spec] of Object.entries(definition?.reasons ?? {})) {
+      registerReason(name, spec);
+    }
+    loaded.push({ manifest, folder, definition, migrations: migrationSet(folder, manifest.id) });
+  }
+  return loaded;
+}
+
+async function importBackend(folder: string, manifest: PluginManifest): Promise<PluginDefinition> {
+  const file = path.join(folder, manifest.backend as string);
+  const module = (await import(pathToFileURL(file).href)) as { default?: PluginDefinition };
+  const definition = module.default;
+  if (!definition || typeof definition !== 'object') {
+    throw new PluginManifestError(`${file}: the backend must default-export definePlugin({...})`);
+  }
+  if (definition.id !== manifest.id) {
+    throw new PluginManifestError(
+      `${file}: definePlugin id "${definition.id}" differs from the manifest id "${manifest.id}"`,
+    );
+  }
+  return definition;
+}
+
+function migrationSet(folder: string, id: string): MigrationSet | null {
+  const migrations = path.join(folder, 'drizzle');
+  if (!existsSync(path.join(migrations, 'meta', '_journal.json'))) return null;
+  return { name: id, folder: migrations, table: `__drizzle_migrations_${id}` };
+}
+
+export function pluginMigrationSets(plugins: readonly LoadedPlugin[]): MigrationSet[] {
+  return plugins.flatMap((plugin) => (plugin.migrations ? [plugin.migrations] : []));
+}
+
+/** Starts plugins in order; a failure stops the ones already started and rethrows. */
+export async function startPlugins(
+  plugins: readonly LoadedPlugin[],
+  runtime: PluginRuntime,
+): Promise<void> {
+  const started: LoadedPlugin[] = [];
+  try {
+    for (const plugin of plugins) {
+      await plugin.definition?.start?.({ ...runtime, log: runtime.log.child({ plugin: plugin.manifest.id }) });
+      started.push(plugin);
+    }
+  } catch (error) {
+    await stopPlugins(started, 1000, runtime.log);
+    throw error;
+  }
+}
+
+/**
+ * Stops plugins in reverse order, all within one grace (SVC_SHUTDOWN_STOP_GRACE); a
+ * plugin still stopping when it ends is logged and left behind.
+ */
+export async function stopPlugins(
+  plugins: readonly LoadedPlugin[],
+  graceMs: number,
+  log: Logger,
+): Promise<void> {
+  const deadline = Date.now() + graceMs;
+  for (const plugin of [...plugins].reverse()) {
+    const stop = plugin.definition?.stop;
+    if (!stop) continue;
+    const left = deadline - Date.now();
+    const outcome = await settleWithin(Promise.resolve().then(() => stop.call(plugin.definition)), left);
+    if (outcome === 'timeout') {
+      log.warn({ plugin: plugin.manifest.id }, 'plugin did not stop within the stop grace');
+    } else if (outcome instanceof Error) {
+      log.error({ plugin: plugin.manifest.id, err: outcome }, 'plugin failed to stop');
+    }
+  }
+}
+
+async function settleWithin(work: Promise<unknown>, ms: number): Promise<'done' | 'timeout' | Error> {
+  if (ms <= 0) return 'timeout';
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<'timeout'>((resolve) => {
+    timer = setTimeout(() => resolve('timeout'), ms);
+  });
+  try {
+    return await Promise.race([
+      work.then(
+        () => 'done' as const,
+        (error: unknown) => (error instanceof Error ? error : new Error(String(error))),
+      ),
+      timeout,
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -1,0 +1,29 @@
+/**
+ * Everything a plugin may import from the core (lint forbids any other path into src/).
+ * See docs/plugins.md.
+ */
+import type { PluginDefinition } from '../plugin-host/definition.js';
+
+export type {
+  HttpMethod,
+  PluginDefinition,
+  PluginRoute,
+  PluginRuntime,
+  ReasonDeclaration,
+  RouteContext,
+} from '../plugin-host/definition.js';
+export type { Context, Actor } from '../context.js';
+export type { Config } from '../config.js';
+export type { Database, Db } from '../db/client.js';
+export type { Logger } from '../log.js';
+export { builder } from '../graph/builder.js';
+export { pageSize } from '../graph/paging.js';
+export { extendCoreType, type CoreParent, type CoreFieldBuilder } from './extend.js';
+export { AppError, refusePlugin as refuse, type ErrorCode, type Meta } from '../errors.js';
+export { workspaceOwned, createdAt } from '../db/columns.js';
+export { pluginDrizzleConfig } from './drizzle-config.js';
+
+/** Declares a plugin; the backend module default-exports the result. */
+export function definePlugin<const T extends PluginDefinition>(definition: T): T {
+  return definition;
+}

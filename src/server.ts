@@ -1,0 +1,151 @@
+import { createServer as createHttpServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Config } from './config.js';
+import { createDatabase, type Database } from './db/client.js';
+import {
+  applyMigrations,
+  coreMigrations,
+  withMigrationLock,
+  type MigrationSet,
+} from './db/migrate.js';
+import { buildSchema } from './graph/schema.js';
+import { createApp, type App } from './http/app.js';
+import type { Logger } from './log.js';
+import {
+  loadPlugins,
+  pluginMigrationSets,
+  startPlugins,
+  stopPlugins,
+  type LoadedPlugin,
+  type LoadOptions,
+} from './plugin-host/host.js';
+
+export interface ServiceOptions {
+  config: Config;
+  log: Logger;
+  databaseUrl: string;
+  plugins?: LoadOptions;
+}
+
+export interface Service {
+  /** `http://host:port` the server listens on. */
+  url: string;
+  app: App;
+  database: Database;
+  plugins: readonly LoadedPlugin[];
+  /** Runs the three shutdown graces one after another; safe to call twice. */
+  shutdown(): Promise<void>;
+}
+
+/** Applies the core's migrations, then every plugin's, under the one advisory lock. */
+export async function migrateAll(
+  database: Database,
+  plugins: readonly LoadedPlugin[],
+  log: Logger,
+): Promise<MigrationSet[]> {
+  const sets = [coreMigrations, ...pluginMigrationSets(plugins)];
+  await withMigrationLock(database, { log }, async () => {
+    for (const set of sets) await applyMigrations(database, set, log);
+  });
+  return sets;
+}
+
+/**
+ * `svc serve`: migrations, plugins, then the HTTP server with SPEC 8.2's timeouts. Any
+ * number of these may share one database; nothing here is kept only in memory.
+ */
+export async function startService(options: ServiceOptions): Promise<Service> {
+  const { config, log } = options;
+  const database = createDatabase(options.databaseUrl);
+  try {
+    const plugins = await loadPlugins(options.plugins);
+    const migrationSets = await migrateAll(database, plugins, log);
+    const schema = buildSchema();
+    return await listen({ config, log, database, plugins, migrationSets, schema });
+  } catch (error) {
+    await database.close();
+    throw error;
+  }
+}
+
+async function listen(deps: {
+  config: Config;
+  log: Logger;
+  database: Database;
+  plugins: readonly LoadedPlugin[];
+  migrationSets: MigrationSet[];
+  schema: ReturnType<typeof buildSchema>;
+}): Promise<Service> {
+  const { config, log, database, plugins } = deps;
+  const cancel = new AbortController();
+  let shuttingDown = false;
+  const app = createApp({
+    ...deps,
+    shutdownSignal: cancel.signal,
+    isShuttingDown: () => shuttingDown,
+  });
+  const server = createHttpServer(
+    {
+      headersTimeout: config.http.readHeaderTimeoutMs,
+      requestTimeout: config.http.readTimeoutMs,
+      keepAliveTimeout: config.http.idleTimeoutMs,
+    },
+    (req, res) => void app.handle(req, res),
+  );
+  const running = trackRequests(server);
+
+  await startPlugins(plugins, { config, database, log });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    // An empty host (SVC_ADDR=:8080) binds every interface.
+    server.listen(config.server.addr.port, config.server.addr.host || undefined, () => resolve());
+  });
+  const address = server.address() as AddressInfo;
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  const url = `http://${host}:${address.port}`;
+  log.info({ url }, 'listening');
+
+  let stopped: Promise<void> | undefined;
+  async function shutdown(): Promise<void> {
+    shuttingDown = true;
+    log.info('shutting down');
+    server.close();
+    server.closeIdleConnections();
+    if (!(await running.settled(config.http.shutdownGraceMs))) {
+      log.warn({ running: running.count() }, 'cancelling requests still running');
+      cancel.abort();
+      await running.settled(config.http.shutdownCancelGraceMs);
+    }
+    server.closeAllConnections();
+    await stopPlugins(plugins, config.http.shutdownStopGraceMs, log);
+    await database.close();
+    log.info('stopped');
+  }
+  return { url, app, database, plugins, shutdown: () => (stopped ??= shutdown()) };
+}
+
+/** Counts requests in flight and tells when none are left (or the wait ran out). */
+function trackRequests(server: Server) {
+  let count = 0;
+  let idle: (() => void) | null = null;
+  server.on('request', (_req, res) => {
+    count += 1;
+    res.once('close', () => {
+      count -= 1;
+      if (count === 0) idle?.();
+    });
+  });
+  return {
+    count: () => count,
+    settled(ms: number): Promise<boolean> {
+      if (count === 0) return Promise.resolve(true);
+      return new Promise((resolve) => {
+        const timer = setTimeout(() => resolve(false), ms);
+        idle = () => {
+          clearTimeout(timer);
+          resolve(true);
+        };
+      });
+    },
+  };
+}

@@ -1,0 +1,46 @@
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, test } from '@jest/globals';
+import { finished, svc, waitForOutput } from '../support/cli.js';
+import { freePort } from '../support/env.js';
+
+const cwd = mkdtempSync(path.join(tmpdir(), 'svc-dev-'));
+// As root the cluster runs as a `postgres` user, which must reach the data folder.
+chmodSync(cwd, 0o755);
+
+afterAll(() => rmSync(cwd, { recursive: true, force: true }));
+
+async function startDev() {
+  const port = await freePort();
+  const child = svc(['dev'], { SVC_ADDR: `127.0.0.1:${port}` }, { cwd });
+  const done = finished(child);
+  const banner = await waitForOutput(child, /stop with Ctrl\+C/);
+  return { child, done, banner, url: `http://127.0.0.1:${port}` };
+}
+
+describe('svc dev with no SVC_DATABASE_URL', () => {
+  test('starts on an embedded PostgreSQL in ./.data, prints the sign-in and the interactive page, and keeps the data', async () => {
+    const first = await startDev();
+    expect(first.banner).toContain(`interactive GraphQL page: ${first.url}/api/graphql`);
+    const password = /sign in as admin@example\.com with password (\S+)/.exec(first.banner)?.[1];
+    expect(password).toMatch(/^[\w-]{20}$/);
+    const page = await fetch(`${first.url}/api/graphql`, { headers: { accept: 'text/html' } });
+    expect(page.headers.get('content-type')).toContain('text/html');
+    const version = await fetch(`${first.url}/api/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ query: '{ version }' }),
+    });
+    expect(await version.json()).toEqual({ data: { version: '0.9.0' } });
+    first.child.kill('SIGINT');
+    expect((await first.done).code).toBe(0);
+
+    // A second start reuses the data folder and the same first admin.
+    const second = await startDev();
+    expect(second.banner).toContain(`with password ${password}`);
+    second.child.kill('SIGINT');
+    const end = await second.done;
+    expect({ code: end.code, stderr: end.stderr, out: end.stdout.slice(-600) }).toEqual({ code: 0, stderr: '' });
+  }, 90_000);
+});

@@ -1,0 +1,62 @@
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { repoRoot, svcBin } from './env.js';
+
+export interface CliResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * Runs the real `svc` binary with exactly `env` (plus PATH), so no variable of the
+ * developer's shell leaks into a test.
+ */
+export function svc(
+  args: string[],
+  env: Record<string, string> = {},
+  options: { cwd?: string } = {},
+): ChildProcessWithoutNullStreams {
+  return spawn(process.execPath, [svcBin, ...args], {
+    cwd: options.cwd ?? repoRoot,
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+  });
+}
+
+export function finished(child: ChildProcessWithoutNullStreams): Promise<CliResult> {
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  return new Promise((resolve) => {
+    child.once('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+export function runSvc(
+  args: string[],
+  env: Record<string, string> = {},
+  options: { cwd?: string } = {},
+): Promise<CliResult> {
+  return finished(svc(args, env, options));
+}
+
+/** Resolves with the output so far once `pattern` shows on stdout or stderr. */
+export function waitForOutput(
+  child: ChildProcessWithoutNullStreams,
+  pattern: RegExp,
+): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let seen = '';
+    const onData = (chunk: Buffer) => {
+      seen += chunk.toString();
+      if (pattern.test(seen)) {
+        child.stdout.off('data', onData);
+        child.stderr.off('data', onData);
+        resolve(seen);
+      }
+    };
+    child.stdout.on('data', onData);
+    child.stderr.on('data', onData);
+    child.once('close', (code) => reject(new Error(`exited ${code} before ${pattern}: ${seen}`)));
+  });
+}

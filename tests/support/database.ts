@@ -1,0 +1,46 @@
+import { randomBytes } from 'node:crypto';
+import postgres from 'postgres';
+import { createDatabase, type Database } from '../../src/db/client.js';
+import { adminDatabaseUrl, databaseUrlFor, templateDatabaseName } from './env.js';
+
+export interface TestDatabase {
+  name: string;
+  url: string;
+  database: Database;
+  drop(): Promise<void>;
+}
+
+async function withAdmin<T>(work: (admin: postgres.Sql) => Promise<T>): Promise<T> {
+  const admin = postgres(adminDatabaseUrl, { max: 1, onnotice: () => {} });
+  try {
+    return await work(admin);
+  } finally {
+    await admin.end();
+  }
+}
+
+/**
+ * A database of the test file's own: cloned from the migrated template, or empty when
+ * `empty` is set (for tests of migrating itself).
+ */
+export async function createTestDatabase(options: { empty?: boolean } = {}): Promise<TestDatabase> {
+  const name = `svc_test_${randomBytes(6).toString('hex')}`;
+  await withAdmin((admin) =>
+    admin.unsafe(
+      options.empty
+        ? `create database "${name}"`
+        : `create database "${name}" template "${templateDatabaseName()}"`,
+    ),
+  );
+  const url = databaseUrlFor(name);
+  const database = createDatabase(url, { max: 4 });
+  return {
+    name,
+    url,
+    database,
+    async drop() {
+      await database.close();
+      await withAdmin((admin) => admin.unsafe(`drop database if exists "${name}" with (force)`));
+    },
+  };
+}

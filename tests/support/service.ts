@@ -1,0 +1,90 @@
+import { expect } from '@jest/globals';
+import { loadConfig, type Config, type Env } from '../../src/config.js';
+import { createLogger, type Logger } from '../../src/log.js';
+import type { LoadOptions } from '../../src/plugin-host/host.js';
+import { startService, type Service } from '../../src/server.js';
+import { createTestDatabase, type TestDatabase } from './database.js';
+
+export interface LogLine {
+  level: string;
+  msg?: string;
+  [key: string]: unknown;
+}
+
+/** A logger whose lines the test can read. */
+export function captureLogger(): { log: Logger; lines: LogLine[] } {
+  const lines: LogLine[] = [];
+  const log = createLogger({
+    level: 'debug',
+    destination: { write: (line: string) => void lines.push(JSON.parse(line) as LogLine) },
+  });
+  return { log, lines };
+}
+
+/** Configuration from `env` as an operator would write it, listening on a free port. */
+export function testConfig(env: Env = {}): Config {
+  const { config, problems } = loadConfig(env);
+  expect(problems).toEqual([]);
+  return { ...config, server: { ...config.server, addr: { host: '127.0.0.1', port: 0 } } };
+}
+
+export interface TestService {
+  service: Service;
+  url: string;
+  db: TestDatabase;
+  lines: LogLine[];
+  /** POSTs a graph operation and answers status, headers and the parsed body. */
+  graph(
+    query: string,
+    variables?: Record<string, unknown>,
+    headers?: Record<string, string>,
+  ): Promise<{ status: number; headers: Headers; body: GraphBody }>;
+  stop(): Promise<void>;
+}
+
+export interface GraphError {
+  message: string;
+  path?: (string | number)[];
+  extensions: { code: string; reason?: string; meta?: Record<string, unknown>; [key: string]: unknown };
+}
+
+export interface GraphBody {
+  data?: Record<string, unknown> | null;
+  errors?: GraphError[];
+}
+
+export async function startTestService(
+  options: { env?: Env; plugins?: LoadOptions; db?: TestDatabase } = {},
+): Promise<TestService> {
+  const db = options.db ?? (await createTestDatabase());
+  const { log, lines } = captureLogger();
+  const service = await startService({
+    config: testConfig(options.env),
+    log,
+    databaseUrl: db.url,
+    plugins: options.plugins ?? { only: [] },
+  });
+  const url = service.url;
+  return {
+    service,
+    url,
+    db,
+    lines,
+    async graph(query, variables, headers = {}) {
+      const response = await fetch(`${url}/api/graphql`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...headers },
+        body: JSON.stringify({ query, variables }),
+      });
+      return {
+        status: response.status,
+        headers: response.headers,
+        body: (await response.json()) as GraphBody,
+      };
+    },
+    async stop() {
+      await service.shutdown();
+      if (!options.db) await db.drop();
+    },
+  };
+}
