@@ -11,13 +11,24 @@ export default tseslint.config(
     rules: {
       // Configuration is parsed once, in src/config.ts, and passed down.
       'n/no-process-env': 'error',
-      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        { argsIgnorePattern: '^_', varsIgnorePattern: '^_' },
+      ],
       '@typescript-eslint/consistent-type-imports': 'error',
       'no-console': 'error',
     },
   },
   {
-    files: ['src/config.ts', 'src/config/**', 'scripts/**', 'tests/**', 'drizzle.config.ts', 'plugins/*/drizzle.config.ts', 'jest.config.js'],
+    files: [
+      'src/config.ts',
+      'src/config/**',
+      'scripts/**',
+      'tests/**',
+      'drizzle.config.ts',
+      'plugins/*/drizzle.config.ts',
+      'jest.config.js',
+    ],
     rules: { 'n/no-process-env': 'off' },
   },
   {

@@ -83,10 +83,7 @@ export const coreReasons = {
     (m) => `locale must be one of ${m.supported.join(', ')}`,
   ),
   cursor_malformed: reason('VALIDATION', 'cursor was not issued by this field'),
-  value_malformed: reason<{ type: string }>(
-    'VALIDATION',
-    (m) => `value is not a valid ${m.type}`,
-  ),
+  value_malformed: reason<{ type: string }>('VALIDATION', (m) => `value is not a valid ${m.type}`),
   token_name_required: reason('VALIDATION', 'a token needs a name'),
   token_not_found: reason('NOT_FOUND', 'token not found'),
   scope_malformed: reason<{ scope: string }>(
@@ -138,8 +135,7 @@ export const coreReasons = {
 } satisfies Record<string, ReasonSpec<never>>;
 
 export type CoreReason = keyof typeof coreReasons;
-type MetaOf<R extends CoreReason> =
-  (typeof coreReasons)[R] extends ReasonSpec<infer M> ? M : never;
+type MetaOf<R extends CoreReason> = (typeof coreReasons)[R] extends ReasonSpec<infer M> ? M : never;
 
 /** Reasons installed plugins declare (SPEC 7.4), registered when a plugin loads. */
 const pluginReasons = new Map<string, ReasonSpec>();

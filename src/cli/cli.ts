@@ -15,7 +15,10 @@ const main = defineCommand({
 
 async function usage(argv: string[]): Promise<string> {
   const name = argv.find((arg) => !arg.startsWith('-'));
-  const subCommands = main.subCommands as Record<string, () => Promise<Parameters<typeof renderUsage>[0]>>;
+  const subCommands = main.subCommands as Record<
+    string,
+    () => Promise<Parameters<typeof renderUsage>[0]>
+  >;
   const sub = name && subCommands[name] ? await subCommands[name]() : null;
   return sub ? renderUsage(sub, main) : renderUsage(main);
 }

@@ -15,7 +15,8 @@ export function commandConfig(): LoadedConfig {
 }
 
 export function stopOn(problems: ConfigProblem[]): void {
-  if (problems.length > 0) throw new CommandError(`configuration refused:\n${formatProblems(problems)}`);
+  if (problems.length > 0)
+    throw new CommandError(`configuration refused:\n${formatProblems(problems)}`);
 }
 
 /** `serve` refuses every refused value but the command-record ones (SPEC 8.2). */

@@ -11,7 +11,9 @@ export function workspaceOwned() {
     workspaceId: uuid()
       .notNull()
       .references(() => workspaces.id),
-    id: uuid().notNull().default(sql`gen_random_uuid()`),
+    id: uuid()
+      .notNull()
+      .default(sql`gen_random_uuid()`),
   };
 }
 

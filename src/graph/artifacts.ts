@@ -96,7 +96,10 @@ export interface SchemaArtifacts {
 
 /** `graph/schema.graphql` and each graph plugin's `graph/schema.graphqls`. */
 export async function computeArtifacts(dir: string): Promise<SchemaArtifacts> {
-  const manifests = pluginFolders(dir).map((folder) => ({ folder, manifest: readManifest(folder) }));
+  const manifests = pluginFolders(dir).map((folder) => ({
+    folder,
+    manifest: readManifest(folder),
+  }));
   const graphPlugins = manifests.filter(({ manifest }) => manifest.graphql);
   const ids = manifests.map(({ manifest }) => manifest.id);
   const [coreSdl, mergedSdl, ...pluginSdls] = await Promise.all([

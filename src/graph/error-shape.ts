@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { GraphQLError } from 'graphql';
+import type { Plugin } from 'graphql-yoga';
 import { AppError, internalError } from '../errors.js';
 import type { Logger } from '../log.js';
 
@@ -40,13 +41,48 @@ export function createErrorMasker(log: Logger) {
       return new GraphQLError(error.message, {
         nodes: error.nodes,
         path: error.path,
-        extensions: { ...error.extensions, code: 'VALIDATION', reason: 'operation_invalid', meta: {} },
+        extensions: {
+          ...error.extensions,
+          code: 'VALIDATION',
+          reason: 'operation_invalid',
+          meta: {},
+        },
       });
     }
     const correlationId = randomUUID();
     log.error({ err: error, correlationId }, 'unexpected error in a graph operation');
     const masked = internalError(correlationId);
     const path = (error as { path?: readonly (string | number)[] }).path;
-    return path ? new GraphQLError(masked.message, { path, extensions: masked.extensions }) : masked;
+    return path
+      ? new GraphQLError(masked.message, { path, extensions: masked.extensions })
+      : masked;
+  };
+}
+
+function asRequestRefusal(error: GraphQLError): void {
+  const extensions = error.extensions as Record<string, unknown>;
+  // A literal a scalar refused carries that refusal (value_malformed) as its cause.
+  const refusal = appErrorIn(error);
+  extensions.code = 'VALIDATION';
+  extensions.reason = refusal?.reason ?? 'operation_invalid';
+  extensions.meta = refusal?.meta ?? {};
+}
+
+/**
+ * Parse and validation errors skip `maskError`; Yoga marks them GRAPHQL_PARSE_FAILED or
+ * GRAPHQL_VALIDATION_FAILED. This gives them the spec's VALIDATION shape instead.
+ */
+export function useRequestErrorShape(): Plugin {
+  return {
+    onParse() {
+      return ({ result }) => {
+        if (result instanceof GraphQLError) asRequestRefusal(result);
+      };
+    },
+    onValidate() {
+      return ({ valid, result }) => {
+        if (!valid) for (const error of result) asRequestRefusal(error);
+      };
+    },
   };
 }

@@ -43,7 +43,8 @@ export function parseDate(value: unknown): string {
 
 function serializeDateTime(value: unknown): string {
   const date = value instanceof Date ? value : new Date(String(value));
-  if (Number.isNaN(date.getTime())) throw new TypeError('DateTime cannot represent an invalid date');
+  if (Number.isNaN(date.getTime()))
+    throw new TypeError('DateTime cannot represent an invalid date');
   return date.toISOString();
 }
 

@@ -6,7 +6,7 @@ import type { Context } from '../context.js';
 import type { Logger } from '../log.js';
 import { useComplexityLimit } from './complexity.js';
 import { useOperationDeadline } from './deadline.js';
-import { createErrorMasker } from './error-shape.js';
+import { createErrorMasker, useRequestErrorShape } from './error-shape.js';
 
 export const GRAPH_PATH = '/api/graphql';
 
@@ -49,6 +49,7 @@ export function createGraphServer(schema: GraphQLSchema, config: Config, log: Lo
       URLSearchParams,
     },
     plugins: [
+      useRequestErrorShape(),
       useComplexityLimit({ defaultPageSize: config.graph.pageSize, retryAfterSeconds }),
       useOperationDeadline({ timeoutMs: config.graph.operationTimeoutMs, retryAfterSeconds }),
     ],

@@ -58,7 +58,12 @@ export function createApp(deps: AppDeps): App {
       const read = await readBody(req, maxBytes);
       if (read === 'too-large') {
         const error = refuse('body_too_large', { maxBytes });
-        return sendJson(res, 413, { data: null, errors: [error.toJSON()] }, { connection: 'close' });
+        return sendJson(
+          res,
+          413,
+          { data: null, errors: [error.toJSON()] },
+          { connection: 'close' },
+        );
       }
       body = read;
     }

@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
+import type { ReadableStream as NodeReadableStream } from 'node:stream/web';
 
 /** Reads a request body, stopping as soon as it passes `maxBytes`. */
 export async function readBody(
@@ -57,7 +58,7 @@ export async function sendWebResponse(res: ServerResponse, response: Response): 
     res.end();
     return;
   }
-  const body = Readable.fromWeb(response.body as import('node:stream/web').ReadableStream);
+  const body = Readable.fromWeb(response.body as NodeReadableStream);
   // A client that goes away cancels the stream, which ends a subscription's iterator.
   res.once('close', () => body.destroy());
   await new Promise<void>((resolve) => {

@@ -45,9 +45,10 @@ export function createPluginRouter(deps: PluginRouterDeps) {
       plugin.manifest.id,
       {
         plugin,
-        routes: (plugin.definition?.routes ?? []).map(
-          (route): CompiledRoute => ({ route, segments: route.path.split('/').filter(Boolean) }),
-        ),
+        routes: (plugin.definition?.routes ?? []).map((route): CompiledRoute => ({
+          route,
+          segments: route.path.split('/').filter(Boolean),
+        })),
       },
     ]),
   );
@@ -74,7 +75,10 @@ export function createPluginRouter(deps: PluginRouterDeps) {
     if (!matched?.route.public && !(await deps.guard(req, res, entry.plugin))) return;
     if (!matched) return sendJson(res, 404, { error: 'not found' });
 
-    const body = req.method === 'GET' || req.method === 'HEAD' ? null : await readBody(req, deps.config.graph.uploadMaxBytes);
+    const body =
+      req.method === 'GET' || req.method === 'HEAD'
+        ? null
+        : await readBody(req, deps.config.graph.uploadMaxBytes);
     if (body === 'too-large') return sendJson(res, 413, { error: 'request body too large' });
     const controller = new AbortController();
     res.once('close', () => controller.abort());

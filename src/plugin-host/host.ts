@@ -5,7 +5,12 @@ import { registerReason } from '../errors.js';
 import type { MigrationSet } from '../db/migrate.js';
 import type { Logger } from '../log.js';
 import type { PluginDefinition, PluginRuntime } from './definition.js';
-import { PluginManifestError, pluginFolders, readManifest, type PluginManifest } from './manifest.js';
+import {
+  PluginManifestError,
+  pluginFolders,
+  readManifest,
+  type PluginManifest,
+} from './manifest.js';
 
 export const stockPluginsDir = path.resolve(
   path.dirname(fileURLToPath(import.meta.url)),
@@ -80,7 +85,10 @@ export async function startPlugins(
   const started: LoadedPlugin[] = [];
   try {
     for (const plugin of plugins) {
-      await plugin.definition?.start?.({ ...runtime, log: runtime.log.child({ plugin: plugin.manifest.id }) });
+      await plugin.definition?.start?.({
+        ...runtime,
+        log: runtime.log.child({ plugin: plugin.manifest.id }),
+      });
       started.push(plugin);
     }
   } catch (error) {
@@ -103,7 +111,10 @@ export async function stopPlugins(
     const stop = plugin.definition?.stop;
     if (!stop) continue;
     const left = deadline - Date.now();
-    const outcome = await settleWithin(Promise.resolve().then(() => stop.call(plugin.definition)), left);
+    const outcome = await settleWithin(
+      Promise.resolve().then(() => stop.call(plugin.definition)),
+      left,
+    );
     if (outcome === 'timeout') {
       log.warn({ plugin: plugin.manifest.id }, 'plugin did not stop within the stop grace');
     } else if (outcome instanceof Error) {
@@ -112,7 +123,10 @@ export async function stopPlugins(
   }
 }
 
-async function settleWithin(work: Promise<unknown>, ms: number): Promise<'done' | 'timeout' | Error> {
+async function settleWithin(
+  work: Promise<unknown>,
+  ms: number,
+): Promise<'done' | 'timeout' | Error> {
   if (ms <= 0) return 'timeout';
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<'timeout'>((resolve) => {

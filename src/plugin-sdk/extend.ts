@@ -33,7 +33,9 @@ export function extendCoreType<Shape extends CoreParent>(
       field: ((options: FieldOptions) => {
         const resolve = (options as { resolve?: (...args: unknown[]) => unknown }).resolve;
         if (typeof resolve !== 'function') {
-          throw new Error(`${ref.name}.${name}: a plugin field on a core type needs its own resolver`);
+          throw new Error(
+            `${ref.name}.${name}: a plugin field on a core type needs its own resolver`,
+          );
         }
         return t.field({
           ...options,

@@ -11,7 +11,9 @@ export async function findUserByEmail(
   const [row] = await db
     .select()
     .from(users)
-    .where(and(eq(users.workspaceId, workspaceId), eq(sql`lower(${users.email})`, email.toLowerCase())))
+    .where(
+      and(eq(users.workspaceId, workspaceId), eq(sql`lower(${users.email})`, email.toLowerCase())),
+    )
     .limit(1);
   return row;
 }

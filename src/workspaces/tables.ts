@@ -3,7 +3,9 @@ import { pgTable, text, timestamp, uuid } from 'drizzle-orm/pg-core';
 
 /** A workspace is the tenant: every account and every record belongs to one. */
 export const workspaces = pgTable('workspaces', {
-  id: uuid().primaryKey().default(sql`gen_random_uuid()`),
+  id: uuid()
+    .primaryKey()
+    .default(sql`gen_random_uuid()`),
   name: text().notNull(),
   createdAt: timestamp({ withTimezone: true }).notNull().defaultNow(),
   /** Set while the workspace is deactivated; its sessions and tokens stop answering. */

@@ -54,7 +54,10 @@ describe('svc serve', () => {
   afterAll(() => db.drop());
 
   test('refuses to start on a refused value, naming it', async () => {
-    const result = await runSvc(['serve'], { SVC_DATABASE_URL: db.url, SVC_HTTP_IDLE_TIMEOUT: '0s' });
+    const result = await runSvc(['serve'], {
+      SVC_DATABASE_URL: db.url,
+      SVC_HTTP_IDLE_TIMEOUT: '0s',
+    });
     expect(result.code).toBe(1);
     expect(result.stderr).toContain('SVC_HTTP_IDLE_TIMEOUT');
   });
@@ -94,12 +97,16 @@ describe('svc migrate', () => {
     const result = await runSvc(['migrate'], { SVC_DATABASE_URL: db.url, SVC_SMTP_TLS: 'none' });
     expect(result.code).toBe(1);
     expect(result.stderr).toContain('SVC_SMTP_TLS is set but SVC_SMTP_HOST is not');
-    const [row] = await db.database.sql`select count(*)::int as n from drizzle.__drizzle_migrations`;
+    const [row] = await db.database
+      .sql`select count(*)::int as n from drizzle.__drizzle_migrations`;
     expect(row?.n).toBeGreaterThan(0);
   });
 
   test('with a refused graph value, migrates and exits 0', async () => {
-    const result = await runSvc(['migrate'], { SVC_DATABASE_URL: db.url, SVC_GRAPH_PAGE_CAP: 'many' });
+    const result = await runSvc(['migrate'], {
+      SVC_DATABASE_URL: db.url,
+      SVC_GRAPH_PAGE_CAP: 'many',
+    });
     expect(result.code).toBe(0);
   });
 });

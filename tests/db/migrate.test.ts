@@ -30,7 +30,8 @@ describe('svc migrate', () => {
     holder.release();
     const [a, b] = await Promise.all(results);
     expect([a?.code, b?.code]).toEqual([0, 0]);
-    const applied = await db.database.sql`select hash, count(*)::int as n from drizzle.__drizzle_migrations group by hash`;
+    const applied = await db.database
+      .sql`select hash, count(*)::int as n from drizzle.__drizzle_migrations group by hash`;
     expect(applied.length).toBeGreaterThan(0);
     expect(applied.every((row) => row.n === 1)).toBe(true);
     const logs = `${a?.stdout}${b?.stdout}`;
@@ -44,7 +45,11 @@ describe('the migration lock', () => {
     await holder`select pg_advisory_lock(${LOCK_KEY})`;
     try {
       await expect(
-        withMigrationLock(db.database, { log: silentLogger(), pollMs: 50, giveUpMs: 200 }, async () => 'ran'),
+        withMigrationLock(
+          db.database,
+          { log: silentLogger(), pollMs: 50, giveUpMs: 200 },
+          async () => 'ran',
+        ),
       ).rejects.toThrow(MigrationLockTimeout);
     } finally {
       await holder`select pg_advisory_unlock(${LOCK_KEY})`;
@@ -59,6 +64,8 @@ describe('the migration lock', () => {
         throw new Error('broken migration');
       }),
     ).rejects.toThrow('broken migration');
-    await expect(withMigrationLock(db.database, { log, giveUpMs: 1000 }, async () => 'ran')).resolves.toBe('ran');
+    await expect(
+      withMigrationLock(db.database, { log, giveUpMs: 1000 }, async () => 'ran'),
+    ).resolves.toBe('ran');
   });
 });

@@ -2,7 +2,11 @@
 // (ignoring case), and every field a plugin adds to a core type has its own resolver.
 import { beforeAll, describe, expect, test } from '@jest/globals';
 import { isObjectType } from 'graphql';
-import { computeArtifacts, pluginTypeNames, type SchemaArtifacts } from '../../src/graph/artifacts.js';
+import {
+  computeArtifacts,
+  pluginTypeNames,
+  type SchemaArtifacts,
+} from '../../src/graph/artifacts.js';
 import { buildSchema } from '../../src/graph/schema.js';
 import { loadPlugins, stockPluginsDir } from '../../src/plugin-host/host.js';
 
@@ -43,7 +47,12 @@ describe('plugin fields on core types', () => {
     const bare: string[] = [];
     for (const [typeName, coreType] of Object.entries(artifacts.core.getTypeMap())) {
       const type = schema.getType(typeName);
-      if (!isObjectType(coreType) || !isObjectType(type) || ['Query', 'Mutation', 'Subscription'].includes(typeName)) continue;
+      if (
+        !isObjectType(coreType) ||
+        !isObjectType(type) ||
+        ['Query', 'Mutation', 'Subscription'].includes(typeName)
+      )
+        continue;
       const coreFields = coreType.getFields();
       for (const field of Object.values(type.getFields())) {
         if (coreFields[field.name]) continue;

@@ -74,7 +74,9 @@ describe('the graph route', () => {
     expect(await small.json()).toEqual({ data: { version: '0.9.0' } });
     const large = await fetch(`${svc.url}/api/graphql`, { method: 'POST', body: form(5000) });
     expect(large.status).toBe(413);
-    expect(((await large.json()) as { errors: { extensions: unknown }[] }).errors[0]?.extensions).toEqual({
+    expect(
+      ((await large.json()) as { errors: { extensions: unknown }[] }).errors[0]?.extensions,
+    ).toEqual({
       code: 'VALIDATION',
       reason: 'body_too_large',
       meta: { maxBytes: 4096 },
@@ -83,7 +85,8 @@ describe('the graph route', () => {
 });
 
 describe('scalars', () => {
-  const echo = 'query ($id: UUID!, $day: Date!, $at: DateTime!) { probeEcho(id: $id, day: $day, at: $at) { id day at } }';
+  const echo =
+    'query ($id: UUID!, $day: Date!, $at: DateTime!) { probeEcho(id: $id, day: $day, at: $at) { id day at } }';
 
   test('UUID, Date and DateTime parse and answer in their formats, DateTime in UTC', async () => {
     const { body } = await svc.graph(echo, {
@@ -100,24 +103,36 @@ describe('scalars', () => {
 
   test.each([
     ['UUID', { id: 'not-a-uuid', day: '2024-01-01', at: '2024-01-01T00:00:00Z' }],
-    ['Date', { id: '0b5c8c7e-1d1a-4e4b-9a55-3d6f0f7a9b10', day: '2023-02-29', at: '2024-01-01T00:00:00Z' }],
-    ['DateTime', { id: '0b5c8c7e-1d1a-4e4b-9a55-3d6f0f7a9b10', day: '2024-01-01', at: 'yesterday' }],
-  ])('a %s variable that does not parse is refused with value_malformed', async (type, variables) => {
-    const { status, body } = await svc.graph(echo, variables);
-    expect(status).toBe(200);
-    expect(body.data ?? null).toBeNull();
-    expect(body.errors?.[0]?.extensions).toMatchObject({
-      code: 'VALIDATION',
-      reason: 'value_malformed',
-      meta: { type },
-    });
-  });
+    [
+      'Date',
+      { id: '0b5c8c7e-1d1a-4e4b-9a55-3d6f0f7a9b10', day: '2023-02-29', at: '2024-01-01T00:00:00Z' },
+    ],
+    [
+      'DateTime',
+      { id: '0b5c8c7e-1d1a-4e4b-9a55-3d6f0f7a9b10', day: '2024-01-01', at: 'yesterday' },
+    ],
+  ])(
+    'a %s variable that does not parse is refused with value_malformed',
+    async (type, variables) => {
+      const { status, body } = await svc.graph(echo, variables);
+      expect(status).toBe(200);
+      expect(body.data ?? null).toBeNull();
+      expect(body.errors?.[0]?.extensions).toMatchObject({
+        code: 'VALIDATION',
+        reason: 'value_malformed',
+        meta: { type },
+      });
+    },
+  );
 
   test('a malformed literal in the query is refused with value_malformed too', async () => {
     const { body } = await svc.graph(
       '{ probeEcho(id: "nope", day: "2024-01-01", at: "2024-01-01T00:00:00Z") { id } }',
     );
-    expect(body.errors?.[0]?.extensions).toMatchObject({ code: 'VALIDATION', reason: 'value_malformed' });
+    expect(body.errors?.[0]?.extensions).toMatchObject({
+      code: 'VALIDATION',
+      reason: 'value_malformed',
+    });
   });
 });
 
@@ -154,9 +169,15 @@ describe('errors', () => {
 
   test('an operation that does not validate is refused as VALIDATION, never INTERNAL', async () => {
     const { body } = await svc.graph('{ noSuchField }');
-    expect(body.errors?.[0]?.extensions).toMatchObject({ code: 'VALIDATION', reason: 'operation_invalid' });
+    expect(body.errors?.[0]?.extensions).toMatchObject({
+      code: 'VALIDATION',
+      reason: 'operation_invalid',
+    });
     const syntax = await svc.graph('{ version');
-    expect(syntax.body.errors?.[0]?.extensions).toMatchObject({ code: 'VALIDATION', reason: 'operation_invalid' });
+    expect(syntax.body.errors?.[0]?.extensions).toMatchObject({
+      code: 'VALIDATION',
+      reason: 'operation_invalid',
+    });
   });
 });
 
@@ -166,13 +187,22 @@ describe('page sizes', () => {
     expect(body.data?.probeNumbers).toEqual([1, 2, 3, 4, 5, 6, 7]);
   });
 
-  test.each([0, -1, 301])('first: %i is refused with first_out_of_range naming the cap', async (first) => {
-    const { body } = await svc.graph('query ($first: Int) { probeNumbers(first: $first) }', { first });
-    expect(body.errors?.[0]).toMatchObject({
-      message: 'graph: first must be between 1 and 300',
-      extensions: { code: 'VALIDATION', reason: 'first_out_of_range', meta: { min: 1, max: 300 } },
-    });
-  });
+  test.each([0, -1, 301])(
+    'first: %i is refused with first_out_of_range naming the cap',
+    async (first) => {
+      const { body } = await svc.graph('query ($first: Int) { probeNumbers(first: $first) }', {
+        first,
+      });
+      expect(body.errors?.[0]).toMatchObject({
+        message: 'graph: first must be between 1 and 300',
+        extensions: {
+          code: 'VALIDATION',
+          reason: 'first_out_of_range',
+          meta: { min: 1, max: 300 },
+        },
+      });
+    },
+  );
 
   test('first up to the configured cap is served', async () => {
     const { body } = await svc.graph('{ probeNumbers(first: 300) }');

@@ -11,5 +11,7 @@ builder.queryField('sdkBare', (t) => t.field({ type: Thing, resolve: () => ({ id
 extendCoreType(Thing, 'id2', (t) => t.field({ type: 'ID' } as never));
 
 test('a plugin field on a core type without its own resolver fails the schema build, naming it', () => {
-  expect(() => buildSchema()).toThrow('SdkBare.id2: a plugin field on a core type needs its own resolver');
+  expect(() => buildSchema()).toThrow(
+    'SdkBare.id2: a plugin field on a core type needs its own resolver',
+  );
 });

@@ -1,5 +1,5 @@
 import { describe, expect, test } from '@jest/globals';
-import { graphql } from 'graphql';
+import { graphql, type GraphQLObjectType } from 'graphql';
 import { builder } from '../../src/graph/builder.js';
 import { buildSchema } from '../../src/graph/schema.js';
 import { extendCoreType } from '../../src/plugin-sdk/index.js';
@@ -21,12 +21,15 @@ extendCoreType(Thing, 'seen', (t) =>
 
 describe('extendCoreType', () => {
   test('the field resolver receives the id only, never the core parent object', async () => {
-    const result = await graphql({ schema: buildSchema(), source: '{ sdkThing { seen(suffix: "!") } }' });
+    const result = await graphql({
+      schema: buildSchema(),
+      source: '{ sdkThing { seen(suffix: "!") } }',
+    });
     expect(result).toEqual({ data: { sdkThing: { seen: '{"id":"t1"}!' } } });
   });
 
   test('the field is marked as a plugin resolver for the naming test', () => {
-    const type = buildSchema().getType('SdkThing') as import('graphql').GraphQLObjectType;
+    const type = buildSchema().getType('SdkThing') as GraphQLObjectType;
     expect(type.getFields().seen?.extensions.pluginResolver).toBe(true);
   });
 });

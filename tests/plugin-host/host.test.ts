@@ -23,7 +23,11 @@ describe('loading', () => {
 
   test('its declared reasons become refusals with their code', () => {
     const error = refusePlugin('probe_refused', { why: 'x' });
-    expect(error.extensions).toEqual({ code: 'CONFLICT', reason: 'probe_refused', meta: { why: 'x' } });
+    expect(error.extensions).toEqual({
+      code: 'CONFLICT',
+      reason: 'probe_refused',
+      meta: { why: 'x' },
+    });
   });
 
   test('a server refuses to start with a graphql plugin that has no backend', async () => {
@@ -83,7 +87,10 @@ describe('stopping', () => {
   test('plugins stop in reverse order', async () => {
     const order: string[] = [];
     await stopPlugins(
-      [plugin('a', async () => void order.push('a')), plugin('b', async () => void order.push('b'))],
+      [
+        plugin('a', async () => void order.push('a')),
+        plugin('b', async () => void order.push('b')),
+      ],
       1000,
       silentLogger(),
     );
@@ -96,7 +103,11 @@ describe('stopping', () => {
     await stopPlugins([plugin('stuck', () => new Promise(() => {}))], 50, log);
     expect(Date.now() - started).toBeLessThan(1000);
     expect(lines).toContainEqual(
-      expect.objectContaining({ level: 'warn', plugin: 'stuck', msg: 'plugin did not stop within the stop grace' }),
+      expect.objectContaining({
+        level: 'warn',
+        plugin: 'stuck',
+        msg: 'plugin did not stop within the stop grace',
+      }),
     );
   });
 });

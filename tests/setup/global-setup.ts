@@ -46,7 +46,8 @@ export default async function globalSetup(): Promise<void> {
     if (exists) return;
     const stale = await admin<{ datname: string }[]>`
       select datname from pg_database where datname like 'svc_template_%'`;
-    for (const { datname } of stale) await admin.unsafe(`drop database if exists "${datname}" with (force)`);
+    for (const { datname } of stale)
+      await admin.unsafe(`drop database if exists "${datname}" with (force)`);
     const building = `${name}_building`;
     await admin.unsafe(`create database "${building}"`);
     await promisify(execFile)(process.execPath, [path.join(root, 'bin/svc.js'), 'migrate'], {

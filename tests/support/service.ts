@@ -45,7 +45,12 @@ export interface TestService {
 export interface GraphError {
   message: string;
   path?: (string | number)[];
-  extensions: { code: string; reason?: string; meta?: Record<string, unknown>; [key: string]: unknown };
+  extensions: {
+    code: string;
+    reason?: string;
+    meta?: Record<string, unknown>;
+    [key: string]: unknown;
+  };
 }
 
 export interface GraphBody {

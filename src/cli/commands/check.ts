@@ -7,7 +7,8 @@ export default defineCommand({
   meta: { name: 'check', description: 'Validate configuration without connecting to the database' },
   run() {
     const { problems } = commandConfig();
-    if (problems.length > 0) throw new CommandError(`configuration refused:\n${formatProblems(problems)}`);
+    if (problems.length > 0)
+      throw new CommandError(`configuration refused:\n${formatProblems(problems)}`);
     console.log('configuration is valid');
   },
 });
