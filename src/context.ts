@@ -19,6 +19,8 @@ export interface Context {
   log: Logger;
   requestId: string;
   actor: Actor | null;
-  /** Aborted when the operation passes its deadline or the server shuts down. */
+  /** Aborted when the client goes away, the operation passes its deadline or shutdown cancels it. */
   signal: AbortSignal;
+  /** Aborts `signal` (the operation deadline uses it). */
+  cancel(reason?: unknown): void;
 }

@@ -4,11 +4,14 @@ import ScopeAuthPlugin from '@pothos/plugin-scope-auth';
 import type { Context } from '../context.js';
 import { refuse } from '../errors.js';
 
+/** An uploaded part: Yoga's File (a ponyfill on Node, so not `instanceof File`). */
+export type UploadedFile = Pick<File, 'name' | 'type' | 'size' | 'arrayBuffer' | 'stream' | 'text'>;
+
 export type Scalars = {
   UUID: { Input: string; Output: string };
   DateTime: { Input: Date; Output: Date | string };
   Date: { Input: string; Output: string };
-  Upload: { Input: File; Output: never };
+  Upload: { Input: UploadedFile; Output: never };
 };
 
 export interface AuthScopes {

@@ -19,12 +19,10 @@ export function useOperationDeadline(options: OperationDeadlineOptions): Plugin<
     onExecute({ args, executeFn, setExecuteFn }) {
       const ctx = args.contextValue as Context;
       setExecuteFn(async (executeArgs) => {
-        const deadline = new AbortController();
-        ctx.signal = AbortSignal.any([ctx.signal, deadline.signal]);
         let timer: NodeJS.Timeout | undefined;
         const expired = new Promise<{ data: null; errors: Error[] }>((resolve) => {
           timer = setTimeout(() => {
-            deadline.abort();
+            ctx.cancel(new Error('operation deadline passed'));
             resolve({
               data: null,
               errors: [

@@ -1,6 +1,6 @@
 import { Kind, type ValueNode } from 'graphql';
 import { refuse } from '../errors.js';
-import { builder } from './builder.js';
+import { builder, type UploadedFile } from './builder.js';
 
 const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 // RFC 3339 with a mandatory offset; fractional seconds optional.
@@ -76,8 +76,10 @@ builder.scalarType('Upload', {
     throw new TypeError('Upload is an input-only scalar');
   },
   parseValue: (value) => {
-    if (!(value instanceof File)) malformed('Upload');
-    return value;
+    const file = value as Partial<UploadedFile> | null;
+    if (typeof file?.arrayBuffer !== 'function' || typeof file.name !== 'string')
+      malformed('Upload');
+    return file as UploadedFile;
   },
   parseLiteral: () => malformed('Upload'),
 });

@@ -35,19 +35,9 @@ export function createGraphServer(schema: GraphQLSchema, config: Config, log: Lo
       warn: (...args) => log.warn({ yoga: args }, 'yoga'),
       error: (...args) => log.error({ yoga: args }, 'yoga'),
     },
-    // Native classes, so an uploaded part is a real File (STACK-NOTES).
-    fetchAPI: {
-      fetch,
-      Request,
-      Response,
-      Headers,
-      FormData,
-      File,
-      Blob,
-      ReadableStream,
-      URL,
-      URLSearchParams,
-    },
+    // The HTTP layer already held the body to SVC_GRAPH_BODY_MAX_BYTES or
+    // SVC_GRAPH_UPLOAD_MAX_BYTES; Yoga's own limit would copy it through another stream.
+    maxRequestBodySize: false,
     plugins: [
       useRequestErrorShape(),
       useComplexityLimit({ defaultPageSize: config.graph.pageSize, retryAfterSeconds }),

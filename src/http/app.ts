@@ -9,6 +9,7 @@ import { refuse } from '../errors.js';
 import { createGraphServer, GRAPH_PATH, type GraphServer } from '../graph/server.js';
 import type { Logger } from '../log.js';
 import type { LoadedPlugin } from '../plugin-host/host.js';
+import { createCancellation } from './cancellation.js';
 import { readBody, sendJson, sendWebResponse, toWebRequest } from './node-fetch-bridge.js';
 import { createPluginRouter, PLUGIN_ROUTE_PREFIX } from './plugin-routes.js';
 
@@ -39,8 +40,10 @@ function isMultipart(req: IncomingMessage): boolean {
 export function createApp(deps: AppDeps): App {
   const { config, log } = deps;
   const graph = createGraphServer(deps.schema, config, log);
+  const cancellation = createCancellation(deps.shutdownSignal);
   const pluginRouter = createPluginRouter({
     ...deps,
+    cancellation,
     // Until callers can authenticate, no caller may reach a plugin's guarded routes.
     guard: async (_req, res) => {
       sendJson(res, 401, { error: 'authentication required' });
@@ -67,17 +70,26 @@ export function createApp(deps: AppDeps): App {
       }
       body = read;
     }
-    const controller = new AbortController();
-    res.once('close', () => controller.abort());
-    const signal = AbortSignal.any([controller.signal, deps.shutdownSignal]);
+    const controller = cancellation.begin(res);
+    // Only a stream needs the request's own signal (Yoga ends a subscription with it).
+    const streaming = (req.headers.accept ?? '').includes('text/event-stream');
+    // Yoga's own Request class keeps a buffered body as it is; undici's would wrap it in a stream.
+    const request = toWebRequest(
+      req,
+      url,
+      body,
+      streaming ? controller.signal : null,
+      graph.fetchAPI.Request,
+    );
     const requestId = randomUUID();
-    const response = await graph.fetch(toWebRequest(req, url, body, signal), {
+    const response = await graph.fetch(request, {
       config,
       database: deps.database,
       log: log.child({ requestId }),
       requestId,
       actor: null,
-      signal,
+      signal: controller.signal,
+      cancel: (reason) => controller.abort(reason),
     });
     await sendWebResponse(res, response);
   }

@@ -33,18 +33,27 @@ export function toWebRequest(
   req: IncomingMessage,
   url: URL,
   body: Buffer | null,
-  signal: AbortSignal,
+  signal: AbortSignal | null,
+  RequestClass: typeof Request = Request,
 ): Request {
-  return new Request(url, {
+  return new RequestClass(url, {
     method: req.method,
     headers: webHeaders(req),
     // A Buffer is a Uint8Array; the DOM typings only want an ArrayBuffer-backed one.
     body: body && body.length > 0 ? (body as unknown as BodyInit) : null,
-    signal,
+    ...(signal ? { signal } : {}),
   });
 }
 
-/** Writes a fetch Response to Node, streaming its body (Server-Sent Events included). */
+function isStream(response: Response): boolean {
+  return (response.headers.get('content-type') ?? '').startsWith('text/event-stream');
+}
+
+/**
+ * Writes a fetch Response to Node. A finite answer goes out in one write with its
+ * length (piping it chunked costs a round of Nagle and delayed ACK per request); a
+ * Server-Sent Events stream is piped as it comes.
+ */
 export async function sendWebResponse(res: ServerResponse, response: Response): Promise<void> {
   const headers: Record<string, string | string[]> = {};
   response.headers.forEach((value, name) => {
@@ -53,11 +62,15 @@ export async function sendWebResponse(res: ServerResponse, response: Response): 
   });
   const cookies = response.headers.getSetCookie();
   if (cookies.length > 0) headers['set-cookie'] = cookies;
-  res.writeHead(response.status, headers);
-  if (!response.body) {
-    res.end();
+  if (!response.body || !isStream(response)) {
+    const body = response.body ? Buffer.from(await response.arrayBuffer()) : null;
+    headers['content-length'] = String(body?.length ?? 0);
+    delete headers['transfer-encoding'];
+    res.writeHead(response.status, headers);
+    res.end(body);
     return;
   }
+  res.writeHead(response.status, headers);
   const body = Readable.fromWeb(response.body as NodeReadableStream);
   // A client that goes away cancels the stream, which ends a subscription's iterator.
   res.once('close', () => body.destroy());

@@ -4,6 +4,7 @@ import type { Database } from '../db/client.js';
 import type { Logger } from '../log.js';
 import type { PluginRoute } from '../plugin-host/definition.js';
 import type { LoadedPlugin } from '../plugin-host/host.js';
+import type { createCancellation } from './cancellation.js';
 import { readBody, sendJson, sendWebResponse, toWebRequest } from './node-fetch-bridge.js';
 
 export const PLUGIN_ROUTE_PREFIX = '/api/plugins/';
@@ -30,7 +31,7 @@ export interface PluginRouterDeps {
   database: Database;
   log: Logger;
   plugins: readonly LoadedPlugin[];
-  shutdownSignal: AbortSignal;
+  cancellation: ReturnType<typeof createCancellation>;
   /**
    * Decides whether a caller may reach a plugin's non-public routes; answers the
    * refusal (already sent) as false. Public routes never reach it.
@@ -80,9 +81,7 @@ export function createPluginRouter(deps: PluginRouterDeps) {
         ? null
         : await readBody(req, deps.config.graph.uploadMaxBytes);
     if (body === 'too-large') return sendJson(res, 413, { error: 'request body too large' });
-    const controller = new AbortController();
-    res.once('close', () => controller.abort());
-    const signal = AbortSignal.any([controller.signal, deps.shutdownSignal]);
+    const { signal } = deps.cancellation.begin(res);
     const request = toWebRequest(req, url, body, signal);
     const response = await matched.route.handler(request, {
       config: deps.config,

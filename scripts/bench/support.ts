@@ -1,0 +1,134 @@
+// Shared pieces of the benchmarks: a scratch database, the service as a child process,
+// and autocannon runs reported side by side with a baseline measured in the same run.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { createServer } from 'node:net';
+import path from 'node:path';
+import autocannon from 'autocannon';
+import postgres from 'postgres';
+
+export const root = path.resolve(import.meta.dirname, '../..');
+export const adminUrl =
+  process.env.SVC_BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+
+export function databaseUrl(name: string): string {
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+export async function scratchDatabase(): Promise<{
+  name: string;
+  url: string;
+  drop(): Promise<void>;
+}> {
+  const name = `svc_bench_${randomBytes(4).toString('hex')}`;
+  const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
+  await admin.unsafe(`create database "${name}"`);
+  await admin.end();
+  return {
+    name,
+    url: databaseUrl(name),
+    async drop() {
+      const again = postgres(adminUrl, { max: 1, onnotice: () => {} });
+      await again.unsafe(`drop database if exists "${name}" with (force)`);
+      await again.end();
+    },
+  };
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as { port: number };
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
+export interface RunningService {
+  url: string;
+  child: ChildProcess;
+  /** Milliseconds from spawning `svc serve` to /api/readyz answering 200. */
+  readyMs: number;
+  stop(): Promise<void>;
+}
+
+/** Spawns `svc serve` and polls readiness (every 10 ms) to time the start. */
+export async function startServe(env: Record<string, string>): Promise<RunningService> {
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const started = performance.now();
+  const child = spawn(process.execPath, [path.join(root, 'bin/svc.js'), 'serve'], {
+    cwd: root,
+    env: { PATH: process.env.PATH ?? '', SVC_ADDR: `127.0.0.1:${port}`, ...env },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`svc serve exited with ${child.exitCode}`);
+    try {
+      const response = await fetch(`${url}/api/readyz`);
+      if (response.status === 200) break;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  const readyMs = performance.now() - started;
+  return {
+    url,
+    child,
+    readyMs,
+    stop: () =>
+      new Promise((resolve) => {
+        child.once('exit', () => resolve());
+        child.kill('SIGTERM');
+      }),
+  };
+}
+
+export interface LoadResult {
+  name: string;
+  requestsPerSecond: number;
+  p50: number;
+  p99: number;
+  errors: number;
+}
+
+export async function load(
+  name: string,
+  options: {
+    url: string;
+    body?: string;
+    method?: 'GET' | 'POST';
+    headers?: Record<string, string>;
+    connections?: number;
+    seconds?: number;
+  },
+): Promise<LoadResult> {
+  const result = await autocannon({
+    url: options.url,
+    method: options.method ?? 'POST',
+    body: options.body,
+    headers: { 'content-type': 'application/json', ...options.headers },
+    connections: options.connections ?? 32,
+    duration: options.seconds ?? 8,
+  });
+  return {
+    name,
+    requestsPerSecond: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    errors: result.errors + result.non2xx,
+  };
+}
+
+export function report(rows: LoadResult[], baseline: LoadResult): void {
+  const lines = rows.map((row) => {
+    const ratio = row.requestsPerSecond / baseline.requestsPerSecond;
+    return `${row.name.padEnd(40)} ${row.requestsPerSecond.toFixed(0).padStart(8)} req/s  p50 ${String(row.p50).padStart(4)} ms  p99 ${String(row.p99).padStart(4)} ms  ${(ratio * 100).toFixed(0).padStart(4)}% of baseline  errors ${row.errors}`;
+  });
+  console.log(lines.join('\n'));
+}
