@@ -16,5 +16,6 @@ export default {
   // Sources import siblings as `./x.js` (NodeNext); jest resolves the `.ts` file.
   moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
   globalSetup: '<rootDir>/tests/setup/global-setup.ts',
+  globalTeardown: '<rootDir>/tests/setup/global-teardown.ts',
   testTimeout: 30000,
 };

