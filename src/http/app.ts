@@ -127,6 +127,12 @@ export function createApp(deps: AppDeps): App {
       try {
         await handle(req, res);
       } catch (error) {
+        // A client that went away, or was cut off by the read timeout, before its whole
+        // request arrived is not a failure of the service, and has nobody left to answer.
+        if (req.destroyed && !req.complete) {
+          log.info({ path: req.url }, 'client went away before sending the whole request');
+          return;
+        }
         const correlationId = randomUUID();
         log.error({ err: error, correlationId, path: req.url }, 'request failed');
         if (!res.headersSent) sendJson(res, 500, { error: 'internal error', correlationId });
