@@ -124,6 +124,8 @@ export function createApp(deps: AppDeps): App {
   return {
     graph,
     handle: async (req, res) => {
+      // While draining, each answer tells its client to reconnect (to another process).
+      if (deps.isShuttingDown()) res.setHeader('connection', 'close');
       try {
         await handle(req, res);
       } catch (error) {
