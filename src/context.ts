@@ -1,3 +1,4 @@
+import type { AccessCatalogue } from './auth/access.js';
 import type { Config } from './config.js';
 import type { Database } from './db/client.js';
 import type { Logger } from './log.js';
@@ -10,6 +11,8 @@ export interface Actor {
   capabilities: ReadonlySet<string>;
   /** Set when the caller presented an API token; null for a session. */
   token: { id: string; name: string; scopes: ReadonlySet<string> | null } | null;
+  /** The browser session the caller signed in with; null for a token. */
+  sessionId: string | null;
 }
 
 /** What every resolver and service receives. Built once per request. */
@@ -19,6 +22,14 @@ export interface Context {
   log: Logger;
   requestId: string;
   actor: Actor | null;
+  /** Areas, capabilities and roles of this deployment. */
+  access: AccessCatalogue;
+  /** The client's address after SVC_TRUSTED_PROXIES (login limit, anonymous budget). */
+  clientAddress: string;
+  /** The request's headers (Accept-Language, for the locale). */
+  headers: Headers;
+  /** Set-Cookie values the answer carries (sign-in and sign-out). */
+  responseCookies: string[];
   /** Aborted when the client goes away, the operation passes its deadline or shutdown cancels it. */
   signal: AbortSignal;
   /** Aborts `signal` (the operation deadline uses it). */

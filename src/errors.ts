@@ -118,7 +118,13 @@ export const coreReasons = {
   last_privileged_refused: reason('VALIDATION', 'the last admin cannot be unseated'),
   role_beyond_reach: reason('VALIDATION', 'that role is beyond your own'),
   role_unknown: reason<{ role: string }>('VALIDATION', (m) => `unknown role: ${m.role}`),
-  // Not in SPEC 7.3; see docs/decisions.md ("Refusals the spec leaves unnamed").
+  // Not in SPEC 7.3; see docs/decisions.md ("Reasons the spec leaves unnamed").
+  session_required: reason(
+    'UNAUTHORIZED',
+    'a browser session is required; tokens cannot manage tokens',
+  ),
+  link_invalid: reason('VALIDATION', 'that link is unknown, used or expired'),
+  invitation_not_pending: reason('VALIDATION', 'that account has already accepted its invitation'),
   complexity_limit_exceeded: reason<{ complexity: number; limit: number }>(
     'COMPLEXITY_LIMIT_EXCEEDED',
     (m) => `operation has complexity ${m.complexity}, which exceeds the limit of ${m.limit}`,

@@ -1,5 +1,7 @@
 import { createServer as createHttpServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { buildCatalogue, type AccessCatalogue } from './auth/access.js';
+import { startHousekeeping } from './auth/housekeeping.js';
 import type { Config } from './config.js';
 import { createDatabase, type Database } from './db/client.js';
 import {
@@ -61,7 +63,8 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     const plugins = await loadPlugins(options.plugins);
     const migrationSets = await migrateAll(database, plugins, log);
     const schema = buildSchema();
-    return await listen({ config, log, database, plugins, migrationSets, schema });
+    const access = buildCatalogue(plugins);
+    return await listen({ config, log, database, plugins, migrationSets, schema, access });
   } catch (error) {
     await database.close();
     throw error;
@@ -75,6 +78,7 @@ async function listen(deps: {
   plugins: readonly LoadedPlugin[];
   migrationSets: MigrationSet[];
   schema: ReturnType<typeof buildSchema>;
+  access: AccessCatalogue;
 }): Promise<Service> {
   const { config, log, database, plugins } = deps;
   const cancel = new AbortController();
@@ -96,6 +100,7 @@ async function listen(deps: {
   const running = trackRequests(server);
 
   await startPlugins(plugins, { config, database, log });
+  const stopHousekeeping = startHousekeeping(config, database, log);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     // An empty host (SVC_ADDR=:8080) binds every interface.
@@ -118,6 +123,7 @@ async function listen(deps: {
       await running.settled(config.http.shutdownCancelGraceMs);
     }
     server.closeAllConnections();
+    stopHousekeeping();
     await stopPlugins(plugins, config.http.shutdownStopGraceMs, log);
     await database.close();
     log.info('stopped');

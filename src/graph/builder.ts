@@ -1,6 +1,6 @@
 import SchemaBuilder from '@pothos/core';
-import RelayPlugin from '@pothos/plugin-relay';
 import ScopeAuthPlugin from '@pothos/plugin-scope-auth';
+import { checkAccess, type AccessRule } from '../auth/access.js';
 import type { Context } from '../context.js';
 import { refuse } from '../errors.js';
 
@@ -15,8 +15,10 @@ export type Scalars = {
 };
 
 export interface AuthScopes {
-  /** Any signed-in caller. */
+  /** Any signed-in caller: every root field demands it unless it skips type scopes. */
   authenticated: boolean;
+  /** A root field's scope, capability or session rule (src/auth/access.ts). */
+  access: AccessRule;
 }
 
 /**
@@ -30,19 +32,26 @@ export const builder = new SchemaBuilder<{
   DefaultFieldNullability: false;
   DefaultInputFieldRequiredness: true;
 }>({
-  plugins: [ScopeAuthPlugin, RelayPlugin],
+  plugins: [ScopeAuthPlugin],
   defaultFieldNullability: false,
   defaultInputFieldRequiredness: true,
   scopeAuth: {
-    authScopes: (ctx) => ({ authenticated: ctx.actor !== null }),
+    authScopes: (ctx) => ({
+      authenticated: ctx.actor !== null,
+      // Throws the precise refusal (scope first, then capability) instead of a boolean.
+      access: (rule: AccessRule) => {
+        checkAccess(ctx.actor, rule);
+        return true;
+      },
+    }),
     unauthorizedError: () => refuse('authentication_required'),
-  },
-  relay: {
-    clientMutationId: 'omit',
-    cursorType: 'String',
-    nodeQueryOptions: false,
-    nodesQueryOptions: false,
   },
 });
 
-builder.queryType({});
+// SPEC 5: every operation needs a credential; `login` and `locale` skip type scopes.
+builder.queryType({ authScopes: { authenticated: true } });
+builder.mutationType({ authScopes: { authenticated: true } });
+
+/** The builder's schema types, for helpers that take refs. */
+export type BuilderTypes =
+  typeof builder extends PothosSchemaTypes.SchemaBuilder<infer T> ? T : never;

@@ -3,6 +3,8 @@ import { builder } from './builder.js';
 // Core graph modules register their types on import.
 import './scalars.js';
 import '../meta/graph.js';
+import '../users/graph.js';
+import '../auth/graph.js';
 
 let built: GraphQLSchema | undefined;
 

@@ -5,12 +5,16 @@ import sirv from 'sirv';
 import type { Config } from '../config.js';
 import type { Database } from '../db/client.js';
 import { pendingMigrationSets, type MigrationSet } from '../db/migrate.js';
-import { refuse } from '../errors.js';
 import { createGraphServer, GRAPH_PATH, type GraphServer } from '../graph/server.js';
 import type { Logger } from '../log.js';
 import type { LoadedPlugin } from '../plugin-host/host.js';
 import { createCancellation } from './cancellation.js';
-import { readBody, sendJson, sendWebResponse, toWebRequest } from './node-fetch-bridge.js';
+import type { AccessCatalogue } from '../auth/access.js';
+import { createGraphRoute } from './graph-route.js';
+import { clientAddress } from './guards/client-address.js';
+import { CROSS_ORIGIN_BODY, crossOriginRefusal } from './guards/cross-origin.js';
+import { sendJson } from './node-fetch-bridge.js';
+import { createPluginGuard } from './plugin-guard.js';
 import { createPluginRouter, PLUGIN_ROUTE_PREFIX } from './plugin-routes.js';
 
 export interface AppDeps {
@@ -19,6 +23,8 @@ export interface AppDeps {
   log: Logger;
   schema: GraphQLSchema;
   plugins: readonly LoadedPlugin[];
+  /** Areas, capabilities and roles of the core and the plugins. */
+  access: AccessCatalogue;
   /** Every migration set this process knows, for readiness. */
   migrationSets: readonly MigrationSet[];
   /** Aborted when shutdown cancels running requests. */
@@ -32,67 +38,20 @@ export interface App {
   graph: GraphServer;
 }
 
-function isMultipart(req: IncomingMessage): boolean {
-  return (req.headers['content-type'] ?? '').toLowerCase().startsWith('multipart/form-data');
-}
-
 /** Routes every request of the service: the graph, operator probes, plugins, the frontend. */
 export function createApp(deps: AppDeps): App {
   const { config, log } = deps;
   const graph = createGraphServer(deps.schema, config, log);
   const cancellation = createCancellation(deps.shutdownSignal);
+  const serveGraph = createGraphRoute({ ...deps, graph, cancellation });
   const pluginRouter = createPluginRouter({
     ...deps,
     cancellation,
-    // Until callers can authenticate, no caller may reach a plugin's guarded routes.
-    guard: async (_req, res) => {
-      sendJson(res, 401, { error: 'authentication required' });
-      return false;
-    },
+    guard: createPluginGuard(deps),
   });
   const web = config.server.webDir
     ? sirv(config.server.webDir, { single: true, etag: true, dev: false })
     : null;
-
-  async function serveGraph(req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
-    let body: Buffer | null = null;
-    if (req.method !== 'GET' && req.method !== 'HEAD') {
-      const maxBytes = isMultipart(req) ? config.graph.uploadMaxBytes : config.graph.bodyMaxBytes;
-      const read = await readBody(req, maxBytes);
-      if (read === 'too-large') {
-        const error = refuse('body_too_large', { maxBytes });
-        return sendJson(
-          res,
-          413,
-          { data: null, errors: [error.toJSON()] },
-          { connection: 'close' },
-        );
-      }
-      body = read;
-    }
-    const controller = cancellation.begin(res);
-    // Only a stream needs the request's own signal (Yoga ends a subscription with it).
-    const streaming = (req.headers.accept ?? '').includes('text/event-stream');
-    // Yoga's own Request class keeps a buffered body as it is; undici's would wrap it in a stream.
-    const request = toWebRequest(
-      req,
-      url,
-      body,
-      streaming ? controller.signal : null,
-      graph.fetchAPI.Request,
-    );
-    const requestId = randomUUID();
-    const response = await graph.fetch(request, {
-      config,
-      database: deps.database,
-      log: log.child({ requestId }),
-      requestId,
-      actor: null,
-      signal: controller.signal,
-      cancel: (reason) => controller.abort(reason),
-    });
-    await sendWebResponse(res, response);
-  }
 
   async function ready(res: ServerResponse): Promise<void> {
     if (deps.isShuttingDown()) return sendJson(res, 503, { status: 'shutting down' });
@@ -111,7 +70,21 @@ export function createApp(deps: AppDeps): App {
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://localhost');
     const path = url.pathname;
-    if (path === GRAPH_PATH) return serveGraph(req, res, url);
+    // SPEC 5: a browser write from another origin is refused before anything reads it.
+    const crossOrigin = crossOriginRefusal(req.method ?? 'GET', req.headers);
+    if (crossOrigin) {
+      log.warn(
+        { reason: crossOrigin.reason, path, origin: req.headers.origin },
+        'cross-origin write refused',
+      );
+      return sendJson(res, 403, CROSS_ORIGIN_BODY);
+    }
+    const client = clientAddress(
+      req.socket.remoteAddress,
+      req.headers['x-forwarded-for'],
+      config.server.trustedProxies,
+    );
+    if (path === GRAPH_PATH) return serveGraph(req, res, url, client);
     if (path === '/api/healthz') return sendJson(res, 200, { status: 'ok' });
     if (path === '/api/readyz') return ready(res);
     if (path.startsWith(PLUGIN_ROUTE_PREFIX)) return pluginRouter(req, res, url);

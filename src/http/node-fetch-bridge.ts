@@ -49,21 +49,37 @@ function isStream(response: Response): boolean {
   return (response.headers.get('content-type') ?? '').startsWith('text/event-stream');
 }
 
+export interface SendOptions {
+  /** Set-Cookie values added to the answer. */
+  cookies?: readonly string[];
+  /** A JSON answer longer than `maxBytes` is replaced by `replacement` (same status). */
+  cap?: { maxBytes: number; replacement: () => unknown };
+}
+
 /**
  * Writes a fetch Response to Node. A finite answer goes out in one write with its
  * length (piping it chunked costs a round of Nagle and delayed ACK per request); a
  * Server-Sent Events stream is piped as it comes.
  */
-export async function sendWebResponse(res: ServerResponse, response: Response): Promise<void> {
+export async function sendWebResponse(
+  res: ServerResponse,
+  response: Response,
+  options: SendOptions = {},
+): Promise<void> {
   const headers: Record<string, string | string[]> = {};
   response.headers.forEach((value, name) => {
     if (name === 'set-cookie') return;
     headers[name] = value;
   });
-  const cookies = response.headers.getSetCookie();
+  const cookies = [...response.headers.getSetCookie(), ...(options.cookies ?? [])];
   if (cookies.length > 0) headers['set-cookie'] = cookies;
   if (!response.body || !isStream(response)) {
-    const body = response.body ? Buffer.from(await response.arrayBuffer()) : null;
+    let body = response.body ? Buffer.from(await response.arrayBuffer()) : null;
+    const isJson = (response.headers.get('content-type') ?? '').includes('json');
+    if (body && options.cap && isJson && body.length > options.cap.maxBytes) {
+      body = Buffer.from(JSON.stringify(options.cap.replacement()));
+      headers['content-type'] = 'application/json; charset=utf-8';
+    }
     headers['content-length'] = String(body?.length ?? 0);
     delete headers['transfer-encoding'];
     res.writeHead(response.status, headers);

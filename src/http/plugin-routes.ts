@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Config } from '../config.js';
+import type { Actor } from '../context.js';
 import type { Database } from '../db/client.js';
 import type { Logger } from '../log.js';
 import type { PluginRoute } from '../plugin-host/definition.js';
@@ -33,10 +34,14 @@ export interface PluginRouterDeps {
   plugins: readonly LoadedPlugin[];
   cancellation: ReturnType<typeof createCancellation>;
   /**
-   * Decides whether a caller may reach a plugin's non-public routes; answers the
-   * refusal (already sent) as false. Public routes never reach it.
+   * Decides whether a caller may reach a plugin's non-public routes: the caller, or null
+   * once the refusal is sent. Public routes never reach it.
    */
-  guard(req: IncomingMessage, res: ServerResponse, plugin: LoadedPlugin): Promise<boolean>;
+  guard(
+    req: IncomingMessage,
+    res: ServerResponse,
+    plugin: LoadedPlugin,
+  ): Promise<{ actor: Actor } | null>;
 }
 
 /** Serves `/api/plugins/<id>/<path>` from the routes plugins declare. */
@@ -73,7 +78,12 @@ export function createPluginRouter(deps: PluginRouterDeps) {
       }
     }
     // The guard runs before the plugin sees anything, even for a path it does not serve.
-    if (!matched?.route.public && !(await deps.guard(req, res, entry.plugin))) return;
+    let actor: Actor | null = null;
+    if (!matched?.route.public) {
+      const allowed = await deps.guard(req, res, entry.plugin);
+      if (!allowed) return;
+      actor = allowed.actor;
+    }
     if (!matched) return sendJson(res, 404, { error: 'not found' });
 
     const body =
@@ -88,6 +98,7 @@ export function createPluginRouter(deps: PluginRouterDeps) {
       database: deps.database,
       log: deps.log.child({ plugin: id }),
       params: matched.params,
+      actor,
       signal,
     });
     await sendWebResponse(res, response);

@@ -33,11 +33,13 @@ export const AdminSettingsObject = builder.objectRef<AdminSettings>('AdminSettin
 builder.queryFields((t) => ({
   version: t.string({
     description: 'The service version (semantic versioning).',
+    authScopes: { access: { scope: 'meta:read' } },
     resolve: () => serviceVersion,
   }),
   adminSettings: t.field({
     type: AdminSettingsObject,
     description: 'Display settings for lists, toasts and formatting.',
+    authScopes: { access: { scope: 'meta:read' } },
     resolve: (_root, _args, { config }) => ({
       toastMilliseconds: config.graph.toastMs,
       listPageSizes: config.graph.listPageSizes,

@@ -1,4 +1,5 @@
 import type { Config } from '../config.js';
+import type { Actor } from '../context.js';
 import type { Database } from '../db/client.js';
 import type { ErrorCode, Meta } from '../errors.js';
 import type { Logger } from '../log.js';
@@ -12,6 +13,8 @@ export interface RouteContext {
   log: Logger;
   /** Values of `:name` segments of the route's path. */
   params: Record<string, string>;
+  /** The signed-in caller; null on a public route. */
+  actor: Actor | null;
   /** Aborted when the server shuts down. */
   signal: AbortSignal;
 }

@@ -1,13 +1,12 @@
 import type { ObjectRef } from '@pothos/core';
-import { builder } from '../graph/builder.js';
+import { builder, type BuilderTypes } from '../graph/builder.js';
 
 /** All a plugin field on a core type may know of its parent: the id. */
 export interface CoreParent {
   id: string;
 }
 
-type Builder = typeof builder;
-type Types = Builder extends PothosSchemaTypes.SchemaBuilder<infer T> ? T : never;
+type Types = BuilderTypes;
 type FieldBuilder = PothosSchemaTypes.ObjectFieldBuilder<Types, CoreParent>;
 type FieldOptions = Parameters<FieldBuilder['field']>[0];
 

@@ -1,7 +1,32 @@
-import { and, eq, sql } from 'drizzle-orm';
+import { and, asc, eq, gt, or, sql } from 'drizzle-orm';
 import { hashPassword } from '../auth/passwords.js';
+import type { Context } from '../context.js';
 import type { Db } from '../db/client.js';
+import { refuse } from '../errors.js';
+import { toConnection, type Connection } from '../graph/connection.js';
+import { decodeCursor, encodeCursor } from '../graph/cursor.js';
+import { pageSize } from '../graph/paging.js';
 import { users, type User } from './tables.js';
+
+/** The signed-in caller's workspace; services run only for signed-in callers. */
+export function workspaceOf(ctx: Context): string {
+  if (!ctx.actor) throw refuse('authentication_required');
+  return ctx.actor.workspaceId;
+}
+
+export async function findUser(db: Db, workspaceId: string, id: string): Promise<User | undefined> {
+  const [row] = await db
+    .select()
+    .from(users)
+    .where(and(eq(users.workspaceId, workspaceId), eq(users.id, id)));
+  return row;
+}
+
+export async function getUser(ctx: Context, id: string): Promise<User> {
+  const user = await findUser(ctx.database.db, workspaceOf(ctx), id);
+  if (!user) throw refuse('user_not_found');
+  return user;
+}
 
 export async function findUserByEmail(
   db: Db,
@@ -18,11 +43,35 @@ export async function findUserByEmail(
   return row;
 }
 
+/** Accounts by name, then id (stable across pages). */
+export async function listUsers(
+  ctx: Context,
+  args: { first?: number | null; after?: string | null },
+): Promise<Connection<User>> {
+  const size = pageSize(args.first, ctx.config);
+  const workspaceId = workspaceOf(ctx);
+  const lowerName = sql<string>`lower(${users.name})`;
+  let after;
+  if (args.after) {
+    const [name, id] = decodeCursor('users', args.after, 2) as [string, string];
+    after = or(gt(lowerName, name), and(eq(lowerName, name), gt(users.id, id)));
+  }
+  const rows = await ctx.database.db
+    .select()
+    .from(users)
+    .where(and(eq(users.workspaceId, workspaceId), after))
+    .orderBy(asc(lowerName), asc(users.id))
+    .limit(size + 1);
+  return toConnection(rows, size, (user) =>
+    encodeCursor('users', [user.name.toLowerCase(), user.id]),
+  );
+}
+
 /** Creates an account with a password already checked by the caller's rules. */
 export async function createAccount(
   db: Db,
   workspaceId: string,
-  input: { email: string; name: string; password: string; role: string | null },
+  input: { email: string; name: string; password: string | null; role: string | null },
 ): Promise<User> {
   const [row] = await db
     .insert(users)
@@ -31,7 +80,7 @@ export async function createAccount(
       email: input.email,
       name: input.name,
       role: input.role,
-      passwordHash: await hashPassword(input.password),
+      passwordHash: input.password === null ? null : await hashPassword(input.password),
     })
     .returning();
   return row as User;

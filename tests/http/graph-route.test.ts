@@ -69,10 +69,18 @@ describe('the graph route', () => {
       data.set('padding', 'x'.repeat(size));
       return data;
     };
-    const small = await fetch(`${svc.url}/api/graphql`, { method: 'POST', body: form(2500) });
+    const small = await fetch(`${svc.url}/api/graphql`, {
+      method: 'POST',
+      body: form(2500),
+      headers: svc.adminHeaders,
+    });
     expect(small.status).toBe(200);
     expect(await small.json()).toEqual({ data: { version: '0.9.0' } });
-    const large = await fetch(`${svc.url}/api/graphql`, { method: 'POST', body: form(5000) });
+    const large = await fetch(`${svc.url}/api/graphql`, {
+      method: 'POST',
+      body: form(5000),
+      headers: svc.adminHeaders,
+    });
     expect(large.status).toBe(413);
     expect(
       ((await large.json()) as { errors: { extensions: unknown }[] }).errors[0]?.extensions,

@@ -27,7 +27,8 @@ interface Sent {
  * hands the request to the service, so `accepted` tells the test, without guessing, that
  * the request is running on the server.
  */
-function sendGraph(url: string, query: string, agent: Agent | false = false): Sent {
+function sendGraph(svc: TestService, query: string, agent: Agent | false = false): Sent {
+  const url = svc.url;
   const body = JSON.stringify({ query });
   let accept!: (at: number) => void;
   let refuse!: (error: unknown) => void;
@@ -45,6 +46,7 @@ function sendGraph(url: string, query: string, agent: Agent | false = false): Se
           'content-type': 'application/json',
           'content-length': Buffer.byteLength(body),
           expect: '100-continue',
+          ...svc.adminHeaders,
         },
       },
       (res) => {
@@ -152,8 +154,8 @@ describe('a shutdown while requests finish within SVC_SHUTDOWN_GRACE', () => {
 
     // A keep-alive connection that stays open through the drain, for a readiness check.
     agent = new Agent({ keepAlive: true, maxSockets: 1 });
-    const longRequest = sendGraph(svc.url, `{ probeWait(ms: ${waitMs}) }`);
-    const shortRequest = sendGraph(svc.url, '{ probeWait(ms: 100) }', agent);
+    const longRequest = sendGraph(svc, `{ probeWait(ms: ${waitMs}) }`);
+    const shortRequest = sendGraph(svc, '{ probeWait(ms: 100) }', agent);
     acceptedAt = await longRequest.accepted;
     await shortRequest.accepted;
 
@@ -215,7 +217,7 @@ describe('a shutdown while a request outlives SVC_SHUTDOWN_GRACE', () => {
       SVC_SHUTDOWN_CANCEL_GRACE: '10s',
       SVC_SHUTDOWN_STOP_GRACE: '10s',
     });
-    const slow = sendGraph(svc.url, '{ probeSlow }');
+    const slow = sendGraph(svc, '{ probeSlow }');
     await slow.accepted;
     const started = performance.now();
     const shutdown = svc.service.shutdown().then(() => performance.now() - started);
@@ -266,7 +268,7 @@ describe('a shutdown where nothing stops when asked', () => {
     originalStop = definition.stop;
     definition.stop = () => new Promise<void>(() => {});
     // probeWait ignores cancellation: only closing its connection ends it.
-    const stuck = sendGraph(svc.url, '{ probeWait(ms: 2000) }');
+    const stuck = sendGraph(svc, '{ probeWait(ms: 2000) }');
     await stuck.accepted;
     const started = performance.now();
     const shutdown = svc.service.shutdown().then(() => performance.now() - started);

@@ -55,10 +55,11 @@ async function open(url: string): Promise<Conversation> {
   };
 }
 
-function graphPost(query: string): { head: string; body: string } {
+function graphPost(svc: TestService, query: string): { head: string; body: string } {
   const body = JSON.stringify({ query });
   const head =
     'POST /api/graphql HTTP/1.1\r\nHost: localhost\r\ncontent-type: application/json\r\n' +
+    `authorization: Bearer ${svc.adminToken}\r\n` +
     `content-length: ${Buffer.byteLength(body)}\r\n\r\n`;
   return { head, body };
 }
@@ -95,7 +96,7 @@ describe('SVC_HTTP_READ_HEADER_TIMEOUT', () => {
 
   test('a request whose headers arrived in time may take longer than that to be answered', async () => {
     const client = await open(svc.url);
-    const { head, body } = graphPost('{ probeWait(ms: 600) }');
+    const { head, body } = graphPost(svc, '{ probeWait(ms: 600) }');
     client.socket.write(head + body);
     await client.waitFor(/waited 600/);
     expect(client.received()).toMatch(/^HTTP\/1\.1 200 /);
@@ -117,7 +118,7 @@ describe('SVC_HTTP_READ_TIMEOUT', () => {
 
   test('a request whose body arrives too slowly is cut off with 408', async () => {
     const client = await open(svc.url);
-    const { head, body } = graphPost('{ version }');
+    const { head, body } = graphPost(svc, '{ version }');
     const sent = performance.now();
     client.socket.write(head + body.slice(0, 5));
     const closedAfter = (await client.closed) - sent;
@@ -128,7 +129,7 @@ describe('SVC_HTTP_READ_TIMEOUT', () => {
 
   test('a request cut off by the read timeout is logged as the client going away, not as a failure', async () => {
     const client = await open(svc.url);
-    const { head, body } = graphPost('{ version }');
+    const { head, body } = graphPost(svc, '{ version }');
     client.socket.write(head + body.slice(0, 5));
     await client.closed;
     // One more round trip: the server has long handled the connection it closed itself.
@@ -145,7 +146,7 @@ describe('SVC_HTTP_READ_TIMEOUT', () => {
 
   test('a request received in time may take longer than the read timeout to be answered', async () => {
     const client = await open(svc.url);
-    const { head, body } = graphPost('{ probeWait(ms: 700) }');
+    const { head, body } = graphPost(svc, '{ probeWait(ms: 700) }');
     client.socket.write(head + body);
     await client.waitFor(/waited 700/);
     expect(client.received()).toMatch(/^HTTP\/1\.1 200 /);

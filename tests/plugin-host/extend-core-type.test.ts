@@ -24,6 +24,16 @@ describe('extendCoreType', () => {
     const result = await graphql({
       schema: buildSchema(),
       source: '{ sdkThing { seen(suffix: "!") } }',
+      contextValue: {
+        actor: {
+          userId: 'u1',
+          workspaceId: 'w1',
+          role: 'member',
+          capabilities: new Set(),
+          token: null,
+          sessionId: 's1',
+        },
+      },
     });
     expect(result).toEqual({ data: { sdkThing: { seen: '{"id":"t1"}!' } } });
   });

@@ -3,7 +3,10 @@ import { loadConfig, type Config, type Env } from '../../src/config.js';
 import { createLogger, type Logger } from '../../src/log.js';
 import type { LoadOptions } from '../../src/plugin-host/host.js';
 import { startService, type Service } from '../../src/server.js';
+import type { User } from '../../src/users/tables.js';
+import type { Workspace } from '../../src/workspaces/tables.js';
 import { createTestDatabase, type TestDatabase } from './database.js';
+import { bearer, createUser, createWorkspace, tokenFor } from './factories.js';
 
 export interface LogLine {
   level: string;
@@ -33,8 +36,23 @@ export interface TestService {
   url: string;
   db: TestDatabase;
   lines: LogLine[];
-  /** POSTs a graph operation and answers status, headers and the parsed body. */
+  workspace: Workspace;
+  /** An admin of `workspace`, and a token of theirs holding every area. */
+  admin: User;
+  adminToken: string;
+  /** Headers that sign a request in as the admin. */
+  adminHeaders: Record<string, string>;
+  /**
+   * POSTs a graph operation as the admin (unless `headers` carries its own
+   * `authorization` or `cookie`) and answers status, headers and the parsed body.
+   */
   graph(
+    query: string,
+    variables?: Record<string, unknown>,
+    headers?: Record<string, string>,
+  ): Promise<{ status: number; headers: Headers; body: GraphBody }>;
+  /** The same, with no credential. */
+  anonymous(
     query: string,
     variables?: Record<string, unknown>,
     headers?: Record<string, string>,
@@ -70,23 +88,44 @@ export async function startTestService(
     plugins: options.plugins ?? { only: [] },
   });
   const url = service.url;
+  const workspace = await createWorkspace(db.database.db);
+  const admin = await createUser(db.database.db, workspace, { role: 'admin' });
+  const adminToken = await tokenFor(db.database.db, admin);
+  const adminHeaders = bearer(adminToken);
+  async function post(
+    query: string,
+    variables: Record<string, unknown> | undefined,
+    headers: Record<string, string>,
+  ) {
+    const response = await fetch(`${url}/api/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body: JSON.stringify({ query, variables }),
+    });
+    return {
+      status: response.status,
+      headers: response.headers,
+      body: (await response.json()) as GraphBody,
+    };
+  }
   return {
     service,
     url,
     db,
     lines,
-    async graph(query, variables, headers = {}) {
-      const response = await fetch(`${url}/api/graphql`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', ...headers },
-        body: JSON.stringify({ query, variables }),
-      });
-      return {
-        status: response.status,
-        headers: response.headers,
-        body: (await response.json()) as GraphBody,
-      };
-    },
+    workspace,
+    admin,
+    adminToken,
+    adminHeaders,
+    graph: (query, variables, headers = {}) =>
+      post(
+        query,
+        variables,
+        'authorization' in headers || 'cookie' in headers
+          ? headers
+          : { ...adminHeaders, ...headers },
+      ),
+    anonymous: (query, variables, headers = {}) => post(query, variables, headers),
     async stop() {
       await service.shutdown();
       if (!options.db) await db.drop();

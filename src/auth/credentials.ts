@@ -1,0 +1,113 @@
+import { and, eq, sql } from 'drizzle-orm';
+import type { Actor } from '../context.js';
+import type { Db } from '../db/client.js';
+import { users } from '../users/tables.js';
+import { workspaces } from '../workspaces/tables.js';
+import { capabilitiesOf, type AccessCatalogue } from './access.js';
+import { parseSecret, secretMatches } from './secrets.js';
+import { sessionFromCookie } from './sessions.js';
+import { apiTokens, sessions } from './tables.js';
+
+export const TOKEN_PREFIX = 'a1_';
+
+/**
+ * Who presented the request: an actor, nobody (no credential, or a session that ended),
+ * or `invalid-token` for a bearer token that does not work (SPEC 5: `invalid token`).
+ */
+export type Credential = { actor: Actor } | { actor: null } | { invalidToken: true };
+
+const anonymous: Credential = { actor: null };
+
+export async function resolveCredential(
+  db: Db,
+  catalogue: AccessCatalogue,
+  headers: { authorization?: string; cookie?: string },
+): Promise<Credential> {
+  const bearer = /^Bearer\s+(\S+)\s*$/i.exec(headers.authorization ?? '')?.[1];
+  if (headers.authorization !== undefined) {
+    if (!bearer) return { invalidToken: true };
+    const actor = await actorFromToken(db, catalogue, bearer);
+    return actor ? { actor } : { invalidToken: true };
+  }
+  const cookie = sessionFromCookie(headers.cookie);
+  if (!cookie) return anonymous;
+  const actor = await actorFromSession(db, catalogue, cookie);
+  return actor ? { actor } : anonymous;
+}
+
+async function actorFromToken(
+  db: Db,
+  catalogue: AccessCatalogue,
+  text: string,
+): Promise<Actor | null> {
+  const parsed = parseSecret(TOKEN_PREFIX, text);
+  if (!parsed) return null;
+  const [row] = await db
+    .select({
+      secretHash: apiTokens.secretHash,
+      name: apiTokens.name,
+      scopes: apiTokens.scopes,
+      userId: users.id,
+      role: users.role,
+    })
+    .from(apiTokens)
+    .innerJoin(
+      users,
+      and(eq(users.workspaceId, apiTokens.workspaceId), eq(users.id, apiTokens.userId)),
+    )
+    .innerJoin(workspaces, eq(workspaces.id, apiTokens.workspaceId))
+    .where(
+      and(
+        eq(apiTokens.workspaceId, parsed.workspaceId),
+        eq(apiTokens.id, parsed.id),
+        sql`${apiTokens.revokedAt} is null`,
+        sql`(${apiTokens.expiresAt} is null or ${apiTokens.expiresAt} > now())`,
+        sql`${users.disabledAt} is null`,
+        sql`${workspaces.deactivatedAt} is null`,
+      ),
+    );
+  if (!row || !secretMatches(row.secretHash, parsed.secret)) return null;
+  return {
+    userId: row.userId,
+    workspaceId: parsed.workspaceId,
+    role: row.role,
+    capabilities: capabilitiesOf(catalogue, row.role),
+    token: { id: parsed.id, name: row.name, scopes: row.scopes ? new Set(row.scopes) : null },
+    sessionId: null,
+  };
+}
+
+async function actorFromSession(
+  db: Db,
+  catalogue: AccessCatalogue,
+  text: string,
+): Promise<Actor | null> {
+  const parsed = parseSecret('', text);
+  if (!parsed) return null;
+  const [row] = await db
+    .select({ secretHash: sessions.secretHash, userId: users.id, role: users.role })
+    .from(sessions)
+    .innerJoin(
+      users,
+      and(eq(users.workspaceId, sessions.workspaceId), eq(users.id, sessions.userId)),
+    )
+    .innerJoin(workspaces, eq(workspaces.id, sessions.workspaceId))
+    .where(
+      and(
+        eq(sessions.workspaceId, parsed.workspaceId),
+        eq(sessions.id, parsed.id),
+        sql`${sessions.expiresAt} > now()`,
+        sql`${users.disabledAt} is null`,
+        sql`${workspaces.deactivatedAt} is null`,
+      ),
+    );
+  if (!row || !secretMatches(row.secretHash, parsed.secret)) return null;
+  return {
+    userId: row.userId,
+    workspaceId: parsed.workspaceId,
+    role: row.role,
+    capabilities: capabilitiesOf(catalogue, row.role),
+    token: null,
+    sessionId: parsed.id,
+  };
+}

@@ -1,0 +1,32 @@
+import { builder } from '../graph/builder.js';
+import { AccountObject } from '../users/graph.js';
+import type { User } from '../users/tables.js';
+import { login, logout } from './login.js';
+
+const LoginPayload = builder.objectRef<{ me: User }>('LoginPayload').implement({
+  fields: (t) => ({ me: t.field({ type: AccountObject, resolve: (p) => p.me }) }),
+});
+
+builder.mutationFields((t) => ({
+  login: t.field({
+    type: LoginPayload,
+    description:
+      'Signs in with email and password and sets the session cookie. Open to anonymous callers; ' +
+      '10 failures per client address per minute, then RATE_LIMITED.',
+    skipTypeScopes: true,
+    args: {
+      email: t.arg.string({ required: true }),
+      password: t.arg.string({ required: true }),
+      workspaceId: t.arg({
+        type: 'UUID',
+        required: false,
+        description: 'Which workspace to sign in to when the address has accounts in several.',
+      }),
+    },
+    resolve: async (_root, args, ctx) => ({ me: await login(ctx, args) }),
+  }),
+  logout: t.boolean({
+    description: 'Ends the browser session and clears its cookie.',
+    resolve: (_root, _args, ctx) => logout(ctx),
+  }),
+}));

@@ -1,0 +1,55 @@
+import type { ObjectRef } from '@pothos/core';
+import { builder, type BuilderTypes } from './builder.js';
+
+export interface PageInfo {
+  hasNextPage: boolean;
+  endCursor: string | null;
+}
+
+/** SPEC 2.5's connection: `edges { cursor node }` and `pageInfo { hasNextPage endCursor }`. */
+export interface Connection<T> {
+  edges: { cursor: string; node: T }[];
+  pageInfo: PageInfo;
+}
+
+export const PageInfoObject = builder.objectRef<PageInfo>('PageInfo').implement({
+  description: 'Forward paging: pass endCursor as `after` until hasNextPage is false.',
+  fields: (t) => ({
+    hasNextPage: t.exposeBoolean('hasNextPage'),
+    endCursor: t.exposeString('endCursor', { nullable: true }),
+  }),
+});
+
+/** `<Name>Connection` and `<Name>Edge` types for a node type. */
+export function connectionOf<T>(name: string, node: ObjectRef<BuilderTypes, T>) {
+  const Edge = builder.objectRef<{ cursor: string; node: T }>(`${name}Edge`).implement({
+    fields: (t) => ({
+      cursor: t.exposeString('cursor'),
+      // Generic T defeats Pothos's inference of the resolver's result; the ref fixes it.
+      node: t.field({ type: node, resolve: (edge) => edge.node as never }),
+    }),
+  });
+  return builder.objectRef<Connection<T>>(`${name}Connection`).implement({
+    fields: (t) => ({
+      edges: t.field({ type: [Edge], resolve: (c) => c.edges }),
+      pageInfo: t.field({ type: PageInfoObject, resolve: (c) => c.pageInfo }),
+    }),
+  });
+}
+
+/**
+ * A page from `size + 1` rows read in order: the extra row only tells that another
+ * page exists.
+ */
+export function toConnection<T>(
+  rows: T[],
+  size: number,
+  cursorOf: (row: T) => string,
+): Connection<T> {
+  const page = rows.slice(0, size);
+  const edges = page.map((node) => ({ cursor: cursorOf(node), node }));
+  return {
+    edges,
+    pageInfo: { hasNextPage: rows.length > size, endCursor: edges.at(-1)?.cursor ?? null },
+  };
+}

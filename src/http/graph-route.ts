@@ -1,0 +1,172 @@
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { AccessCatalogue } from '../auth/access.js';
+import { resolveCredential } from '../auth/credentials.js';
+import type { Config } from '../config.js';
+import type { Actor } from '../context.js';
+import type { Database } from '../db/client.js';
+import { refuse, type AppError } from '../errors.js';
+import type { GraphServer } from '../graph/server.js';
+import type { Logger } from '../log.js';
+import type { createCancellation } from './cancellation.js';
+import { anonymousBodyRefusal, anonymousQueryRefusal } from './guards/anonymous.js';
+import { answerTooLargeBody } from './guards/answer-cap.js';
+import { createSlots } from './guards/slots.js';
+import { readBody, sendJson, sendWebResponse, toWebRequest } from './node-fetch-bridge.js';
+
+export interface GraphRouteDeps {
+  config: Config;
+  database: Database;
+  log: Logger;
+  access: AccessCatalogue;
+  graph: GraphServer;
+  cancellation: ReturnType<typeof createCancellation>;
+}
+
+function graphRefusal(
+  res: ServerResponse,
+  status: number,
+  error: AppError,
+  headers: Record<string, string> = {},
+) {
+  sendJson(res, status, { data: null, errors: [error.toJSON()] }, headers);
+}
+
+function isMultipart(req: IncomingMessage): boolean {
+  return /^multipart\//i.test(req.headers['content-type'] ?? '');
+}
+
+/** The query text of a GET (`?query=`) or a JSON POST, for the anonymous caps. */
+function queryText(url: URL, body: Buffer | null): string {
+  if (!body || body.length === 0) return url.searchParams.get('query') ?? '';
+  try {
+    const parsed = JSON.parse(body.toString('utf8')) as { query?: unknown };
+    return typeof parsed?.query === 'string' ? parsed.query : '';
+  } catch {
+    return ''; // not JSON: the graph answers its own parse error
+  }
+}
+
+/**
+ * POST and GET /api/graphql: credentials, SPEC 8.2's anonymous caps and per-caller slots,
+ * body caps, then Yoga. Refusals made here have the graph's error shape.
+ */
+export function createGraphRoute(deps: GraphRouteDeps) {
+  const { config, log } = deps;
+  const retryAfter = String(Math.max(1, Math.ceil(config.graph.retryAfterMs / 1000)));
+  const anonymousSlots = createSlots({
+    perKey: config.graph.anonymous.perIp,
+    ceiling: config.graph.anonymous.ceiling,
+  });
+  const operationSlots = createSlots({ perKey: config.graph.operationsPerUser });
+  const streamSlots = createSlots({ perKey: config.graph.streamsPerUser });
+
+  function slotsTaken(res: ServerResponse) {
+    const error = refuse(
+      'rate_limited',
+      { retryAfter: Number(retryAfter) },
+      { extensions: { retryAfter: Number(retryAfter) } },
+    );
+    graphRefusal(res, 429, error, { 'retry-after': retryAfter });
+  }
+
+  /** Reads the body within the caller's cap; answers null once it has refused. */
+  async function body(
+    req: IncomingMessage,
+    res: ServerResponse,
+    actor: Actor | null,
+  ): Promise<Buffer | null | 'refused'> {
+    if (req.method === 'GET' || req.method === 'HEAD') return null;
+    const multipart = isMultipart(req);
+    if (!actor && multipart) {
+      graphRefusal(res, 200, refuse('authentication_required'));
+      return 'refused';
+    }
+    const maxBytes = !actor
+      ? config.graph.anonymous.maxBytes
+      : multipart
+        ? config.graph.uploadMaxBytes
+        : config.graph.bodyMaxBytes;
+    const read = await readBody(req, maxBytes);
+    if (read === 'too-large') {
+      if (!actor)
+        graphRefusal(res, 200, refuse('authentication_required'), { connection: 'close' });
+      else graphRefusal(res, 413, refuse('body_too_large', { maxBytes }), { connection: 'close' });
+      return 'refused';
+    }
+    return read;
+  }
+
+  return async function serveGraph(
+    req: IncomingMessage,
+    res: ServerResponse,
+    url: URL,
+    clientAddress: string,
+  ): Promise<void> {
+    const credential = await resolveCredential(deps.database.db, deps.access, req.headers);
+    if ('invalidToken' in credential) {
+      return graphRefusal(
+        res,
+        200,
+        refuse('authentication_required', {}, { message: 'invalid token' }),
+      );
+    }
+    const { actor } = credential;
+    const read = await body(req, res, actor);
+    if (read === 'refused') return;
+    if (!actor) {
+      const refusal =
+        anonymousBodyRefusal({
+          contentType: req.headers['content-type'],
+          bodyBytes: read?.length ?? 0,
+          caps: config.graph.anonymous,
+        }) ?? anonymousQueryRefusal(queryText(url, read), config.graph.anonymous);
+      if (refusal) return graphRefusal(res, 200, refusal);
+    }
+    const streaming = (req.headers.accept ?? '').includes('text/event-stream');
+    const release = actor
+      ? (streaming ? streamSlots : operationSlots).tryTake(actor.userId)
+      : anonymousSlots.tryTake(clientAddress);
+    if (!release) return slotsTaken(res);
+    try {
+      const controller = deps.cancellation.begin(res);
+      // Yoga's own Request class keeps a buffered body as it is; undici's would wrap it in
+      // a stream. Only a stream needs the request's signal (Yoga ends a subscription with it).
+      const request = toWebRequest(
+        req,
+        url,
+        read,
+        streaming ? controller.signal : null,
+        deps.graph.fetchAPI.Request,
+      );
+      const requestId = randomUUID();
+      const responseCookies: string[] = [];
+      const response = await deps.graph.fetch(request, {
+        config,
+        database: deps.database,
+        log: log.child({ requestId }),
+        requestId,
+        actor,
+        access: deps.access,
+        clientAddress,
+        headers: request.headers,
+        responseCookies,
+        signal: controller.signal,
+        cancel: (reason) => controller.abort(reason),
+      });
+      await sendWebResponse(res, response, {
+        cookies: responseCookies,
+        ...(actor
+          ? {}
+          : {
+              cap: {
+                maxBytes: config.graph.anonymous.answerMaxBytes,
+                replacement: answerTooLargeBody,
+              },
+            }),
+      });
+    } finally {
+      release();
+    }
+  };
+}
