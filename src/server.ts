@@ -35,6 +35,8 @@ export interface Service {
   app: App;
   database: Database;
   plugins: readonly LoadedPlugin[];
+  /** Areas, capabilities and roles of the core and the plugins. */
+  access: AccessCatalogue;
   /** Runs the three shutdown graces one after another; safe to call twice. */
   shutdown(): Promise<void>;
 }
@@ -128,7 +130,14 @@ async function listen(deps: {
     await database.close();
     log.info('stopped');
   }
-  return { url, app, database, plugins, shutdown: () => (stopped ??= shutdown()) };
+  return {
+    url,
+    app,
+    database,
+    plugins,
+    access: deps.access,
+    shutdown: () => (stopped ??= shutdown()),
+  };
 }
 
 /**
