@@ -90,13 +90,22 @@ export default async function globalSetup(): Promise<void> {
   process.env.SVC_TEST_TEMPLATE = name;
   const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
   try {
+    // Concurrent runs (several checkouts, several terminals) build one template at a time.
+    await admin`select pg_advisory_lock(hashtext('svc test template'))`;
     const [exists] = await admin`select 1 from pg_database where datname = ${name}`;
     if (exists) return;
+    // Templates of other migration sets go once an hour old: a run from another checkout
+    // may still be cloning a younger one.
     const stale = await admin<{ datname: string }[]>`
-      select datname from pg_database where datname like 'svc_template_%'`;
-    for (const { datname } of stale)
+      select datname from pg_database
+      where datname like 'svc_template_%' and coalesce(
+        substring(shobj_description(oid, 'pg_database') from 'built (.*)$')::timestamptz,
+        'epoch') < now() - interval '1 hour'`;
+    for (const { datname } of stale) {
       await admin.unsafe(`drop database if exists "${datname}" with (force)`);
+    }
     const building = `${name}_building`;
+    await admin.unsafe(`drop database if exists "${building}" with (force)`);
     await admin.unsafe(`create database "${building}"`);
     await promisify(execFile)(process.execPath, [path.join(root, 'bin/svc.js'), 'migrate'], {
       cwd: root,
@@ -104,6 +113,8 @@ export default async function globalSetup(): Promise<void> {
     });
     // Renamed only once complete, so a failed run never leaves a half-built template.
     await admin.unsafe(`alter database "${building}" rename to "${name}"`);
+    const built = new Date().toISOString();
+    await admin.unsafe(`comment on database "${name}" is 'svc test template built ${built}'`);
   } finally {
     await admin.end();
   }

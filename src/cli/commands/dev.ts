@@ -37,6 +37,8 @@ export default defineCommand({
       'Zero-setup local server: an embedded PostgreSQL when SVC_DATABASE_URL is unset, a first admin, the interactive page on',
   },
   async run() {
+    // Listening from the start: a Ctrl+C during start-up still stops everything cleanly.
+    const signalled = untilSignal();
     const loaded = commandConfig();
     stopOn(problemsStoppingServe(loaded.problems));
     const config = { ...loaded.config, server: { ...loaded.config.server, devGraphiql: true } };
@@ -48,7 +50,7 @@ export default defineCommand({
       const service = await startService({ config, log, databaseUrl });
       const admin = await ensureFirstAdmin(service.database.db, DATA_DIR);
       console.log(banner(service.url, admin, embedded !== null));
-      await untilSignal();
+      await signalled;
       await service.shutdown();
     } finally {
       await embedded?.stop();

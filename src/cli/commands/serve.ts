@@ -7,10 +7,12 @@ import { untilSignal } from '../signals.js';
 export default defineCommand({
   meta: { name: 'serve', description: 'Apply migrations and serve the API' },
   async run() {
+    // Listening from the start: a SIGTERM during start-up still stops the service cleanly.
+    const signalled = untilSignal();
     const config = serveConfig();
     const log = createLogger();
     const service = await startService({ config, log, databaseUrl: databaseUrlOf(config) });
-    await untilSignal();
+    await signalled;
     await service.shutdown();
   },
 });
