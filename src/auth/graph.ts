@@ -3,7 +3,7 @@ import { AccountObject } from '../users/graph.js';
 import type { User } from '../users/tables.js';
 import { login, logout } from './login.js';
 
-const LoginPayload = builder.objectRef<{ me: User }>('LoginPayload').implement({
+export const LoginPayload = builder.objectRef<{ me: User }>('LoginPayload').implement({
   fields: (t) => ({ me: t.field({ type: AccountObject, resolve: (p) => p.me }) }),
 });
 

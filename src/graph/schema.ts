@@ -5,6 +5,9 @@ import './scalars.js';
 import '../meta/graph.js';
 import '../users/graph.js';
 import '../auth/graph.js';
+import '../users/admin-graph.js';
+import '../auth/tokens-graph.js';
+import '../locale/graph.js';
 
 let built: GraphQLSchema | undefined;
 

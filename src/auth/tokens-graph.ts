@@ -1,0 +1,155 @@
+import { and, desc, eq, sql } from 'drizzle-orm';
+import type { Context } from '../context.js';
+import { refuse } from '../errors.js';
+import { builder } from '../graph/builder.js';
+import { connectionOf, toConnection, type Connection } from '../graph/connection.js';
+import { decodeCursor, encodeCursor } from '../graph/cursor.js';
+import { pageSize } from '../graph/paging.js';
+import { EVERY_AREA } from './access.js';
+import { apiTokens, type ApiToken } from './tables.js';
+import { createApiToken, revokeApiToken } from './tokens.js';
+
+const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** The signed-in caller, for fields whose guard already demanded one. */
+function callerOf(ctx: Context) {
+  if (!ctx.actor) throw refuse('authentication_required');
+  return ctx.actor;
+}
+
+/**
+ * The caller's own tokens, newest first, legacy ones included. The cursor names the last
+ * token of the page; the next page is what sorts after it, compared in SQL so timestamps
+ * keep their microseconds.
+ * TODO(tokens.ts): belongs beside listApiTokens once that file takes `after`.
+ */
+async function listOwnApiTokens(
+  ctx: Context,
+  args: { first?: number | null; after?: string | null },
+): Promise<Connection<ApiToken>> {
+  const actor = callerOf(ctx);
+  const size = pageSize(args.first, ctx.config);
+  const mine = and(
+    eq(apiTokens.workspaceId, actor.workspaceId),
+    eq(apiTokens.userId, actor.userId),
+  );
+  let after;
+  if (args.after) {
+    const [id] = decodeCursor('apiTokens', args.after, 1);
+    if (typeof id !== 'string' || !uuidPattern.test(id)) throw refuse('cursor_malformed');
+    after = sql`(${apiTokens.createdAt}, ${apiTokens.id}) < (
+      select t.created_at, t.id from api_tokens t
+      where t.workspace_id = ${actor.workspaceId} and t.user_id = ${actor.userId} and t.id = ${id})`;
+  }
+  const rows = await ctx.database.db
+    .select()
+    .from(apiTokens)
+    .where(and(mine, after))
+    .orderBy(desc(apiTokens.createdAt), desc(apiTokens.id))
+    .limit(size + 1);
+  return toConnection(rows, size, (token) => encodeCursor('apiTokens', [token.id]));
+}
+
+/** A token held to every area (minted without scopes, or from before scopes existed). */
+function holdsEveryArea(token: ApiToken): boolean {
+  return token.scopes === null || token.scopes.includes(EVERY_AREA);
+}
+
+export const ApiTokenObject = builder.objectRef<ApiToken>('ApiToken').implement({
+  description: 'An API token of the signed-in account (SPEC 2.9). Its secret is never shown again.',
+  fields: (t) => ({
+    id: t.expose('id', { type: 'UUID' }),
+    name: t.exposeString('name'),
+    scopes: t.stringList({
+      description:
+        'What the token may do, as `area:access`. A token held to every area lists every ' +
+        'area the deployment declares, with write access.',
+      resolve: (token, _args, ctx) =>
+        holdsEveryArea(token)
+          ? [...ctx.access.areas].map((area) => `${area}:write`)
+          : (token.scopes ?? []),
+    }),
+    allAreas: t.boolean({
+      description:
+        'Minted without scopes: holds every area, including those plugins installed later declare.',
+      resolve: holdsEveryArea,
+    }),
+    legacy: t.boolean({
+      description: 'Predates scopes: full authority and no expiry until replaced.',
+      resolve: (token) => token.scopes === null,
+    }),
+    createdAt: t.expose('createdAt', { type: 'DateTime' }),
+    expiresAt: t.expose('expiresAt', {
+      type: 'DateTime',
+      nullable: true,
+      description: 'Null: never expires.',
+    }),
+    lastUsedAt: t.expose('lastUsedAt', { type: 'DateTime', nullable: true }),
+    revokedAt: t.expose('revokedAt', { type: 'DateTime', nullable: true }),
+  }),
+});
+
+const ApiTokenConnection = connectionOf('ApiToken', ApiTokenObject);
+
+const ApiTokenCreatePayload = builder
+  .objectRef<{ token: ApiToken; secret: string }>('ApiTokenCreatePayload')
+  .implement({
+    fields: (t) => ({
+      token: t.field({ type: ApiTokenObject, resolve: (p) => p.token }),
+      secret: t.exposeString('secret', {
+        description: 'The bearer secret (`a1_…`). Shown this once; only its hash is kept.',
+      }),
+    }),
+  });
+
+// SPEC 5: token management needs a browser session; a token never manages tokens.
+const sessionOnly = { access: { session: true } } as const;
+
+builder.queryFields((t) => ({
+  apiTokens: t.field({
+    type: ApiTokenConnection,
+    description: "The caller's own tokens, newest first, revoked and legacy ones included.",
+    authScopes: sessionOnly,
+    args: {
+      first: t.arg.int({ required: false }),
+      after: t.arg.string({ required: false }),
+    },
+    resolve: (_root, args, ctx) => listOwnApiTokens(ctx, args),
+  }),
+}));
+
+builder.mutationFields((t) => ({
+  apiTokenCreate: t.field({
+    type: ApiTokenCreatePayload,
+    description:
+      'Mints a token acting as the caller. Without scopes it holds every area; without ' +
+      'ttlDays (or with 0) it never expires.',
+    authScopes: sessionOnly,
+    args: {
+      name: t.arg.string({ required: true }),
+      scopes: t.arg.stringList({ required: false }),
+      ttlDays: t.arg.int({ required: false }),
+    },
+    resolve: (_root, args, ctx) => {
+      const actor = callerOf(ctx);
+      return createApiToken(ctx.database.db, ctx.access, {
+        workspaceId: actor.workspaceId,
+        userId: actor.userId,
+        name: args.name,
+        scopes: args.scopes ?? null,
+        ttlDays: args.ttlDays ?? null,
+      });
+    },
+  }),
+  apiTokenRevoke: t.field({
+    type: ApiTokenObject,
+    description:
+      "Revokes one of the caller's tokens at once; revoking it again keeps the first time.",
+    authScopes: sessionOnly,
+    args: { id: t.arg({ type: 'UUID', required: true }) },
+    resolve: (_root, args, ctx) => {
+      const actor = callerOf(ctx);
+      return revokeApiToken(ctx.database.db, actor.workspaceId, actor.userId, args.id);
+    },
+  }),
+}));
