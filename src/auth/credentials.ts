@@ -9,6 +9,8 @@ import { sessionFromCookie } from './sessions.js';
 import { apiTokens, sessions } from './tables.js';
 
 export const TOKEN_PREFIX = 'a1_';
+/** `lastUsedAt` is written at most once a minute per token, not on every request. */
+const LAST_USED_RESOLUTION_MS = 60_000;
 
 /**
  * Who presented the request: an actor, nobody (no credential, or a session that ended),
@@ -47,6 +49,7 @@ async function actorFromToken(
       secretHash: apiTokens.secretHash,
       name: apiTokens.name,
       scopes: apiTokens.scopes,
+      lastUsedAt: apiTokens.lastUsedAt,
       userId: users.id,
       role: users.role,
     })
@@ -67,6 +70,12 @@ async function actorFromToken(
       ),
     );
   if (!row || !secretMatches(row.secretHash, parsed.secret)) return null;
+  if (!row.lastUsedAt || Date.now() - row.lastUsedAt.getTime() > LAST_USED_RESOLUTION_MS) {
+    await db
+      .update(apiTokens)
+      .set({ lastUsedAt: sql`now()` })
+      .where(and(eq(apiTokens.workspaceId, parsed.workspaceId), eq(apiTokens.id, parsed.id)));
+  }
   return {
     userId: row.userId,
     workspaceId: parsed.workspaceId,

@@ -27,6 +27,7 @@ builder.mutationFields((t) => ({
   }),
   logout: t.boolean({
     description: 'Ends the browser session and clears its cookie.',
+    authScopes: { access: { session: true } },
     resolve: (_root, _args, ctx) => logout(ctx),
   }),
 }));

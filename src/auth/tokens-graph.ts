@@ -1,4 +1,3 @@
-import { and, desc, eq, sql } from 'drizzle-orm';
 import type { Context } from '../context.js';
 import { refuse } from '../errors.js';
 import { builder } from '../graph/builder.js';
@@ -6,10 +5,8 @@ import { connectionOf, toConnection, type Connection } from '../graph/connection
 import { decodeCursor, encodeCursor } from '../graph/cursor.js';
 import { pageSize } from '../graph/paging.js';
 import { EVERY_AREA } from './access.js';
-import { apiTokens, type ApiToken } from './tables.js';
-import { createApiToken, revokeApiToken } from './tokens.js';
-
-const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+import type { ApiToken } from './tables.js';
+import { createApiToken, pageApiTokens, revokeApiToken } from './tokens.js';
 
 /** The signed-in caller, for fields whose guard already demanded one. */
 function callerOf(ctx: Context) {
@@ -17,36 +14,14 @@ function callerOf(ctx: Context) {
   return ctx.actor;
 }
 
-/**
- * The caller's own tokens, newest first, legacy ones included. The cursor names the last
- * token of the page; the next page is what sorts after it, compared in SQL so timestamps
- * keep their microseconds.
- * TODO(tokens.ts): belongs beside listApiTokens once that file takes `after`.
- */
+/** The caller's own tokens, newest first, legacy ones included. */
 async function listOwnApiTokens(
   ctx: Context,
   args: { first?: number | null; after?: string | null },
 ): Promise<Connection<ApiToken>> {
-  const actor = callerOf(ctx);
   const size = pageSize(args.first, ctx.config);
-  const mine = and(
-    eq(apiTokens.workspaceId, actor.workspaceId),
-    eq(apiTokens.userId, actor.userId),
-  );
-  let after;
-  if (args.after) {
-    const [id] = decodeCursor('apiTokens', args.after, 1);
-    if (typeof id !== 'string' || !uuidPattern.test(id)) throw refuse('cursor_malformed');
-    after = sql`(${apiTokens.createdAt}, ${apiTokens.id}) < (
-      select t.created_at, t.id from api_tokens t
-      where t.workspace_id = ${actor.workspaceId} and t.user_id = ${actor.userId} and t.id = ${id})`;
-  }
-  const rows = await ctx.database.db
-    .select()
-    .from(apiTokens)
-    .where(and(mine, after))
-    .orderBy(desc(apiTokens.createdAt), desc(apiTokens.id))
-    .limit(size + 1);
+  const afterId = args.after ? (decodeCursor('apiTokens', args.after, 1)[0] as string) : null;
+  const rows = await pageApiTokens(ctx.database.db, callerOf(ctx), { size, afterId });
   return toConnection(rows, size, (token) => encodeCursor('apiTokens', [token.id]));
 }
 

@@ -97,6 +97,36 @@ export async function listApiTokens(
     .limit(options.limit);
 }
 
+const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * One page of the account's tokens, newest first, legacy ones included: `size + 1` rows
+ * after the token `afterId` names, compared in SQL so timestamps keep their microseconds.
+ */
+export async function pageApiTokens(
+  db: Db,
+  owner: { workspaceId: string; userId: string },
+  page: { size: number; afterId: string | null },
+): Promise<ApiToken[]> {
+  const mine = and(
+    eq(apiTokens.workspaceId, owner.workspaceId),
+    eq(apiTokens.userId, owner.userId),
+  );
+  let after;
+  if (page.afterId !== null) {
+    if (!uuidPattern.test(page.afterId)) throw refuse('cursor_malformed');
+    after = sql`(${apiTokens.createdAt}, ${apiTokens.id}) < (
+      select t.created_at, t.id from api_tokens t
+      where t.workspace_id = ${owner.workspaceId} and t.user_id = ${owner.userId} and t.id = ${page.afterId})`;
+  }
+  return db
+    .select()
+    .from(apiTokens)
+    .where(and(mine, after))
+    .orderBy(desc(apiTokens.createdAt), desc(apiTokens.id))
+    .limit(page.size + 1);
+}
+
 /** Revokes one of the account's own tokens; another's id answers token_not_found. */
 export async function revokeApiToken(
   db: Db,

@@ -438,3 +438,21 @@ describe('token management needs a browser session', () => {
     expect(body.data).toEqual({ me: { id: user.id } });
   });
 });
+
+describe('lastUsedAt', () => {
+  test('records when a token was last presented', async () => {
+    const user = await createUser(svc.db.database.db, svc.workspace);
+    const token = await tokenFor(svc.db.database.db, user);
+    await svc.graph('{ me { id } }', {}, bearer(token));
+    const cookie = await sessionCookieFor(svc.db.database.db, user);
+    const { body } = await svc.graph(
+      '{ apiTokens { edges { node { lastUsedAt } } } }',
+      {},
+      { cookie },
+    );
+    const edges = (body.data?.apiTokens as { edges: { node: { lastUsedAt: string | null } }[] })
+      .edges;
+    expect(edges).toHaveLength(1);
+    expect(Date.now() - Date.parse(edges[0]?.node.lastUsedAt ?? '')).toBeLessThan(60_000);
+  });
+});

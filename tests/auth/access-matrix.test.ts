@@ -1,0 +1,296 @@
+// SPEC 5: every root field's guard, proven over every kind of caller. The table below is
+// the contract; a root field missing from it fails the first test.
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import {
+  getNamedType,
+  getNullableType,
+  isEnumType,
+  isInputObjectType,
+  isListType,
+  isNonNullType,
+  isScalarType,
+  type GraphQLField,
+  type GraphQLInputType,
+  type GraphQLObjectType,
+} from 'graphql';
+import { randomUUID } from 'node:crypto';
+import { coreAreas, scopesAllow, type AccessRule, type Scope } from '../../src/auth/access.js';
+import { buildSchema } from '../../src/graph/schema.js';
+import type { User } from '../../src/users/tables.js';
+import { bearer, createUser, sessionCookieFor, tokenFor } from '../support/factories.js';
+import { startTestService, type TestService } from '../support/service.js';
+
+type Expected = 'open' | 'signed-in' | AccessRule;
+const manageUsers: AccessRule = { scope: 'users:write', capability: 'manage_users' };
+
+const expectedRules: Record<string, Expected> = {
+  'Query.me': 'signed-in',
+  'Query.users': { scope: 'users:read' },
+  'Query.version': { scope: 'meta:read' },
+  'Query.adminSettings': { scope: 'meta:read' },
+  'Query.locale': 'open',
+  'Query.supportedLocales': { scope: 'meta:read' },
+  'Query.apiTokens': { session: true },
+  'Mutation.login': 'open',
+  'Mutation.logout': { session: true },
+  'Mutation.invite': manageUsers,
+  'Mutation.resendInvite': manageUsers,
+  'Mutation.setUserDisabled': manageUsers,
+  'Mutation.setUserRole': manageUsers,
+  'Mutation.acceptInvitation': 'open',
+  'Mutation.requestPasswordReset': 'open',
+  'Mutation.resetPassword': 'open',
+  'Mutation.setLocale': { scope: 'users:write' },
+  'Mutation.apiTokenCreate': { session: true },
+  'Mutation.apiTokenRevoke': { session: true },
+};
+
+interface PothosExtensions {
+  pothosOptions?: { authScopes?: { access?: AccessRule }; skipTypeScopes?: boolean };
+}
+
+function declaredRule(field: GraphQLField<unknown, unknown>): Expected {
+  const options = (field.extensions as PothosExtensions).pothosOptions ?? {};
+  if (options.skipTypeScopes) return 'open';
+  return options.authScopes?.access ?? 'signed-in';
+}
+
+function rootFields(): [string, GraphQLField<unknown, unknown>][] {
+  const schema = buildSchema();
+  const roots = [schema.getQueryType(), schema.getMutationType(), schema.getSubscriptionType()];
+  return roots
+    .filter((type): type is GraphQLObjectType => Boolean(type))
+    .flatMap((type) =>
+      Object.values(type.getFields()).map(
+        (f) => [`${type.name}.${f.name}`, f] as [string, GraphQLField<unknown, unknown>],
+      ),
+    );
+}
+
+/** A value of `type` good enough to pass validation; the resolver may still refuse it. */
+function sample(type: GraphQLInputType): unknown {
+  const inner = getNullableType(type);
+  if (isListType(inner)) return [sample(inner.ofType)];
+  if (isEnumType(inner)) return inner.getValues()[0]?.value;
+  if (isInputObjectType(inner)) {
+    return Object.fromEntries(
+      Object.values(inner.getFields())
+        .filter((f) => isNonNullType(f.type))
+        .map((f) => [f.name, sample(f.type)]),
+    );
+  }
+  if (isScalarType(inner)) {
+    const byName: Record<string, unknown> = {
+      UUID: randomUUID(),
+      Int: 1,
+      Float: 1,
+      Boolean: false,
+      Date: '2024-01-01',
+      DateTime: '2024-01-01T00:00:00Z',
+    };
+    return byName[inner.name] ?? 'x';
+  }
+  return null;
+}
+
+function operationFor(path: string, field: GraphQLField<unknown, unknown>) {
+  const [root] = path.split('.');
+  const args = field.args.filter((a) => isNonNullType(a.type));
+  const variables = Object.fromEntries(args.map((a) => [a.name, sample(a.type)]));
+  const definitions = args.map((a) => `$${a.name}: ${String(a.type)}`).join(', ');
+  const passing = args.map((a) => `${a.name}: $${a.name}`).join(', ');
+  const selection =
+    isScalarType(getNamedType(field.type)) || isEnumType(getNamedType(field.type))
+      ? ''
+      : ' { __typename }';
+  const keyword = root === 'Mutation' ? 'mutation' : 'query';
+  const query = `${keyword}${definitions ? ` (${definitions})` : ''} { ${field.name}${passing ? `(${passing})` : ''}${selection} }`;
+  return { query, variables };
+}
+
+type Outcome =
+  | 'allowed'
+  | 'authentication_required'
+  | 'session_required'
+  | 'scope_missing'
+  | 'capability_missing';
+const refusals = new Set([
+  'authentication_required',
+  'session_required',
+  'scope_missing',
+  'capability_missing',
+]);
+
+interface Caller {
+  label: string;
+  role: string | null;
+  /** null: no credential; 'session'; or the token's scopes (null = every area). */
+  kind: 'anonymous' | 'session' | 'token';
+  scopes?: string[] | null;
+  headers(): Promise<Record<string, string>>;
+}
+
+function expectedOutcome(rule: Expected, caller: Caller, capabilities: Set<string>): Outcome {
+  if (rule === 'open') return 'allowed';
+  if (caller.kind === 'anonymous') return 'authentication_required';
+  if (rule === 'signed-in') return 'allowed';
+  if (rule.session && caller.kind === 'token') return 'session_required';
+  if (
+    rule.scope &&
+    caller.kind === 'token' &&
+    !scopesAllow(caller.scopes ? new Set(caller.scopes) : null, rule.scope)
+  ) {
+    return 'scope_missing';
+  }
+  if (rule.capability && !capabilities.has(rule.capability)) return 'capability_missing';
+  return 'allowed';
+}
+
+let svc: TestService;
+const accounts: Record<string, User> = {};
+
+beforeAll(async () => {
+  svc = await startTestService();
+  accounts.admin = svc.admin;
+  accounts.member = await createUser(svc.db.database.db, svc.workspace, { role: 'member' });
+  accounts.none = await createUser(svc.db.database.db, svc.workspace, { role: null });
+});
+
+afterAll(() => svc.stop());
+
+function callers(): Caller[] {
+  const db = () => svc.db.database.db;
+  const list: Caller[] = [
+    { label: 'anonymous', role: null, kind: 'anonymous', headers: async () => ({}) },
+  ];
+  for (const role of ['admin', 'member', 'none'] as const) {
+    const user = () => accounts[role] as User;
+    list.push({
+      label: `${role} session`,
+      role,
+      kind: 'session',
+      headers: async () => ({ cookie: await sessionCookieFor(db(), user()) }),
+    });
+    list.push({
+      label: `${role} token, every area`,
+      role,
+      kind: 'token',
+      scopes: null,
+      headers: async () => bearer(await tokenFor(db(), user())),
+    });
+    for (const area of coreAreas) {
+      for (const access of ['read', 'write'] as const) {
+        const scopes = [`${area}:${access}` as Scope];
+        list.push({
+          label: `${role} token ${scopes[0]}`,
+          role,
+          kind: 'token',
+          scopes,
+          headers: async () => bearer(await tokenFor(db(), user(), { scopes })),
+        });
+      }
+    }
+  }
+  return list;
+}
+
+describe('root field guards', () => {
+  test('every root field declares exactly the guard the contract names', () => {
+    const declared = Object.fromEntries(
+      rootFields().map(([path, field]) => [path, declaredRule(field)]),
+    );
+    expect(declared).toEqual(expectedRules);
+  });
+
+  test('every kind of caller is let through or refused with the reason the rules give, on every root field', async () => {
+    const capabilities: Record<string, Set<string>> = {
+      admin: new Set(['manage_users', 'manage_webhooks']),
+      member: new Set(),
+      none: new Set(),
+    };
+    const mismatches: string[] = [];
+    for (const caller of callers()) {
+      for (const [path, field] of rootFields()) {
+        const rule = expectedRules[path] ?? 'signed-in';
+        const want = expectedOutcome(
+          rule,
+          caller,
+          capabilities[caller.role ?? 'none'] as Set<string>,
+        );
+        const { query, variables } = operationFor(path, field);
+        const headers = await caller.headers();
+        const send = caller.kind === 'anonymous' ? svc.anonymous : svc.graph;
+        const { body } = await send(query, variables, headers);
+        const reason = body.errors?.[0]?.extensions.reason;
+        const got: Outcome =
+          typeof reason === 'string' && refusals.has(reason) ? (reason as Outcome) : 'allowed';
+        if (got !== want)
+          mismatches.push(
+            `${caller.label} → ${path}: expected ${want}, got ${got} (${JSON.stringify(body.errors?.[0])})`,
+          );
+      }
+    }
+    expect(mismatches).toEqual([]);
+  }, 120_000);
+});
+
+describe('SPEC 5: who reaches invite', () => {
+  const INVITE =
+    'mutation ($email: String!) { invite(email: $email, name: "Invitee") { user { email } } }';
+  let n = 0;
+  const email = () => `invitee-${++n}-${randomUUID().slice(0, 8)}@example.com`;
+
+  test('an admin session: yes', async () => {
+    const cookie = await sessionCookieFor(svc.db.database.db, svc.admin);
+    const address = email();
+    const { body } = await svc.graph(INVITE, { email: address }, { cookie });
+    expect(body.data).toEqual({ invite: { user: { email: address } } });
+  });
+
+  test('an admin token scoped users:write: yes', async () => {
+    const token = await tokenFor(svc.db.database.db, svc.admin, { scopes: ['users:write'] });
+    const address = email();
+    const { body } = await svc.graph(INVITE, { email: address }, bearer(token));
+    expect(body.data).toEqual({ invite: { user: { email: address } } });
+  });
+
+  test('an admin token scoped contacts:read: no, scope required: users:write', async () => {
+    const token = await tokenFor(svc.db.database.db, svc.admin, { scopes: ['contacts:read'] });
+    const { body } = await svc.graph(INVITE, { email: email() }, bearer(token));
+    expect(body.data).toBeNull();
+    expect(body.errors?.[0]).toMatchObject({
+      message: 'scope required: users:write',
+      path: ['invite'],
+      extensions: {
+        code: 'UNAUTHORIZED',
+        scope: 'users:write',
+        reason: 'scope_missing',
+        meta: { scope: 'users:write' },
+      },
+    });
+    expect(body.errors?.[0]?.extensions.capability).toBeUndefined();
+  });
+
+  test('a member token scoped with every area: no, admin required', async () => {
+    const token = await tokenFor(svc.db.database.db, accounts.member as User);
+    const { body } = await svc.graph(INVITE, { email: email() }, bearer(token));
+    expect(body.data).toBeNull();
+    expect(body.errors?.[0]).toMatchObject({
+      message: 'admin required',
+      extensions: {
+        code: 'UNAUTHORIZED',
+        capability: 'manage_users',
+        reason: 'capability_missing',
+        meta: { scope: 'users:write', capability: 'manage_users' },
+      },
+    });
+  });
+
+  test('a caller lacking both the scope and the capability is told about the scope', async () => {
+    const token = await tokenFor(svc.db.database.db, accounts.member as User, {
+      scopes: ['contacts:read'],
+    });
+    const { body } = await svc.graph(INVITE, { email: email() }, bearer(token));
+    expect(body.errors?.[0]?.message).toBe('scope required: users:write');
+  });
+});
