@@ -7,6 +7,7 @@
 //  - sign-in latency (argon2id verification), one at a time.
 import { createServer } from 'node:http';
 import { buildCatalogue } from '../../src/auth/access.js';
+import { parseSecret } from '../../src/auth/secrets.js';
 import { createSession, SESSION_COOKIE } from '../../src/auth/sessions.js';
 import { createApiToken } from '../../src/auth/tokens.js';
 import { createDatabase } from '../../src/db/client.js';
@@ -15,7 +16,8 @@ import { createWorkspace } from '../../src/workspaces/service.js';
 import { freePort, load, report, scratchDatabase, startServe } from './support.js';
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 8);
-const connections = Number(process.env.BENCH_CONNECTIONS ?? 32);
+// Below SVC_GRAPH_OPERATIONS_PER_USER (20): every request here is one user's.
+const connections = Number(process.env.BENCH_CONNECTIONS ?? 16);
 const PASSWORD = 'bench password that is long enough';
 
 async function baselineServer(body: string) {
@@ -32,6 +34,45 @@ async function baselineServer(body: string) {
   });
   await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
   return { url: `http://127.0.0.1:${port}`, close: () => new Promise((r) => server.close(r)) };
+}
+
+/**
+ * The same SQL `me` costs through a token (the credential read, then the account read)
+ * served as JSON by a bare node:http handler with postgres.js.
+ */
+async function baselineMe(databaseUrl: string) {
+  const port = await freePort();
+  const database = createDatabase(databaseUrl, { max: 10 });
+  const { sql } = database;
+  const server = createServer((req, res) => {
+    const parsed = parseSecret('a1_', (req.headers.authorization ?? '').slice(7));
+    req.resume();
+    if (!parsed) return res.writeHead(401).end();
+    void (async () => {
+      const [token] = await sql`
+        select t.secret_hash, t.name, t.scopes, u.id as user_id, u.role from api_tokens t
+        join users u on u.workspace_id = t.workspace_id and u.id = t.user_id
+        join workspaces w on w.id = t.workspace_id
+        where t.workspace_id = ${parsed.workspaceId} and t.id = ${parsed.id} and t.revoked_at is null
+          and (t.expires_at is null or t.expires_at > now()) and u.disabled_at is null and w.deactivated_at is null`;
+      const [user] =
+        await sql`select id, name, role from users where workspace_id = ${parsed.workspaceId} and id = ${token?.user_id}`;
+      const body = JSON.stringify({ data: { me: user } });
+      res.writeHead(200, {
+        'content-type': 'application/json',
+        'content-length': Buffer.byteLength(body),
+      });
+      res.end(body);
+    })();
+  });
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: async () => {
+      await new Promise((r) => server.close(r));
+      await database.close();
+    },
+  };
 }
 
 async function credentials(url: string) {
@@ -86,14 +127,14 @@ try {
   const cold = await startServe({ SVC_DATABASE_URL: db.url });
   await cold.stop();
   const service = await startServe({ SVC_DATABASE_URL: db.url });
-  const { token, cookie } = await credentials(db.url);
+  const { token: token_, cookie } = await credentials(db.url);
   const graph = `${service.url}/api/graphql`;
   const version = JSON.stringify({ query: '{ version }' });
   const me = JSON.stringify({ query: '{ me { id name role } }' });
   const answer = await (
     await fetch(graph, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${token_}` },
       body: version,
     })
   ).text();
@@ -115,19 +156,28 @@ try {
     connections,
     seconds,
   });
+  const meBaseline = await baselineMe(db.url);
+  const token = { authorization: `Bearer ${token_}` };
   const rows = [
     base,
     await load('svc { version } (token)', {
       url: graph,
       body: version,
-      headers: { authorization: `Bearer ${token}` },
+      headers: token,
+      connections,
+      seconds,
+    }),
+    await load('baseline node:http + SQL of me by token', {
+      url: meBaseline.url,
+      body: me,
+      headers: token,
       connections,
       seconds,
     }),
     await load('svc { me } (token)', {
       url: graph,
       body: me,
-      headers: { authorization: `Bearer ${token}` },
+      headers: token,
       connections,
       seconds,
     }),
@@ -139,6 +189,7 @@ try {
       seconds,
     }),
   ];
+  await meBaseline.close();
   report(rows, base);
   await baseline.close();
   await service.stop();

@@ -125,9 +125,14 @@ export async function load(
   };
 }
 
-export function report(rows: LoadResult[], baseline: LoadResult): void {
+/** Each row's rate against `baseline`, or against the row's own baseline in `pairs`. */
+export function report(
+  rows: LoadResult[],
+  baseline: LoadResult,
+  pairs: Record<string, LoadResult> = {},
+): void {
   const lines = rows.map((row) => {
-    const ratio = row.requestsPerSecond / baseline.requestsPerSecond;
+    const ratio = row.requestsPerSecond / (pairs[row.name] ?? baseline).requestsPerSecond;
     return `${row.name.padEnd(40)} ${row.requestsPerSecond.toFixed(0).padStart(8)} req/s  p50 ${String(row.p50).padStart(4)} ms  p99 ${String(row.p99).padStart(4)} ms  ${(ratio * 100).toFixed(0).padStart(4)}% of baseline  errors ${row.errors}`;
   });
   console.log(lines.join('\n'));

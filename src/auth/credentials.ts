@@ -37,14 +37,21 @@ export async function resolveCredential(
   return actor ? { actor } : anonymous;
 }
 
-async function actorFromToken(
-  db: Db,
-  catalogue: AccessCatalogue,
-  text: string,
-): Promise<Actor | null> {
-  const parsed = parseSecret(TOKEN_PREFIX, text);
-  if (!parsed) return null;
-  const [row] = await db
+/**
+ * The credential reads run on every request, so each is prepared once per pool: the
+ * SQL is built once and PostgreSQL plans it once per connection.
+ */
+function preparedPer<T>(build: (db: Db) => T): (db: Db) => T {
+  const cache = new WeakMap<Db, T>();
+  return (db) => {
+    let prepared = cache.get(db);
+    if (!prepared) cache.set(db, (prepared = build(db)));
+    return prepared;
+  };
+}
+
+const tokenLookup = preparedPer((db) =>
+  db
     .select({
       secretHash: apiTokens.secretHash,
       name: apiTokens.name,
@@ -61,14 +68,46 @@ async function actorFromToken(
     .innerJoin(workspaces, eq(workspaces.id, apiTokens.workspaceId))
     .where(
       and(
-        eq(apiTokens.workspaceId, parsed.workspaceId),
-        eq(apiTokens.id, parsed.id),
+        eq(apiTokens.workspaceId, sql.placeholder('workspaceId')),
+        eq(apiTokens.id, sql.placeholder('id')),
         sql`${apiTokens.revokedAt} is null`,
         sql`(${apiTokens.expiresAt} is null or ${apiTokens.expiresAt} > now())`,
         sql`${users.disabledAt} is null`,
         sql`${workspaces.deactivatedAt} is null`,
       ),
-    );
+    )
+    .prepare('svc_token_lookup'),
+);
+
+const sessionLookup = preparedPer((db) =>
+  db
+    .select({ secretHash: sessions.secretHash, userId: users.id, role: users.role })
+    .from(sessions)
+    .innerJoin(
+      users,
+      and(eq(users.workspaceId, sessions.workspaceId), eq(users.id, sessions.userId)),
+    )
+    .innerJoin(workspaces, eq(workspaces.id, sessions.workspaceId))
+    .where(
+      and(
+        eq(sessions.workspaceId, sql.placeholder('workspaceId')),
+        eq(sessions.id, sql.placeholder('id')),
+        sql`${sessions.expiresAt} > now()`,
+        sql`${users.disabledAt} is null`,
+        sql`${workspaces.deactivatedAt} is null`,
+      ),
+    )
+    .prepare('svc_session_lookup'),
+);
+
+async function actorFromToken(
+  db: Db,
+  catalogue: AccessCatalogue,
+  text: string,
+): Promise<Actor | null> {
+  const parsed = parseSecret(TOKEN_PREFIX, text);
+  if (!parsed) return null;
+  const [row] = await tokenLookup(db).execute({ workspaceId: parsed.workspaceId, id: parsed.id });
   if (!row || !secretMatches(row.secretHash, parsed.secret)) return null;
   if (!row.lastUsedAt || Date.now() - row.lastUsedAt.getTime() > LAST_USED_RESOLUTION_MS) {
     await db
@@ -93,23 +132,7 @@ async function actorFromSession(
 ): Promise<Actor | null> {
   const parsed = parseSecret('', text);
   if (!parsed) return null;
-  const [row] = await db
-    .select({ secretHash: sessions.secretHash, userId: users.id, role: users.role })
-    .from(sessions)
-    .innerJoin(
-      users,
-      and(eq(users.workspaceId, sessions.workspaceId), eq(users.id, sessions.userId)),
-    )
-    .innerJoin(workspaces, eq(workspaces.id, sessions.workspaceId))
-    .where(
-      and(
-        eq(sessions.workspaceId, parsed.workspaceId),
-        eq(sessions.id, parsed.id),
-        sql`${sessions.expiresAt} > now()`,
-        sql`${users.disabledAt} is null`,
-        sql`${workspaces.deactivatedAt} is null`,
-      ),
-    );
+  const [row] = await sessionLookup(db).execute({ workspaceId: parsed.workspaceId, id: parsed.id });
   if (!row || !secretMatches(row.secretHash, parsed.secret)) return null;
   return {
     userId: row.userId,

@@ -10,6 +10,12 @@ const main = defineCommand({
     serve: () => import('./commands/serve.js').then((m) => m.default),
     migrate: () => import('./commands/migrate.js').then((m) => m.default),
     dev: () => import('./commands/dev.js').then((m) => m.default),
+    seed: () => import('./commands/seed.js').then((m) => m.default),
+    'account:create-admin': () =>
+      import('./commands/account-create-admin.js').then((m) => m.default),
+    'account:records': () => import('./commands/account-records.js').then((m) => m.default),
+    'token:create': () => import('./commands/token-create.js').then((m) => m.default),
+    'token:list': () => import('./commands/token-list.js').then((m) => m.default),
   },
 });
 
