@@ -1,0 +1,39 @@
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { deleteOldAttempts, spendAttempt } from '../../src/auth/rate-limit.js';
+import { deleteExpiredSessions } from '../../src/auth/sessions.js';
+import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { createUser, createWorkspace, sessionCookieFor } from '../support/factories.js';
+
+let db: TestDatabase;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+});
+
+afterAll(() => db.drop());
+
+describe('housekeeping', () => {
+  test('removes expired sessions and keeps live ones', async () => {
+    const workspace = await createWorkspace(db.database.db);
+    const user = await createUser(db.database.db, workspace);
+    await sessionCookieFor(db.database.db, user);
+    await sessionCookieFor(db.database.db, user);
+    await db.database.sql`
+      update sessions set expires_at = now() - interval '1 second'
+      where id = (select id from sessions where user_id = ${user.id} limit 1)`;
+    expect(await deleteExpiredSessions(db.database.db)).toBe(1);
+    const [left] = await db.database
+      .sql`select count(*)::int as n from sessions where user_id = ${user.id}`;
+    expect(left?.n).toBe(1);
+  });
+
+  test('drops attempts no window counts any more', async () => {
+    await spendAttempt(db.database.db, { bucket: 'login', key: '192.0.2.1' });
+    await spendAttempt(db.database.db, { bucket: 'login', key: '192.0.2.2' });
+    await db.database
+      .sql`update rate_events set at = now() - interval '2 hours' where key = '192.0.2.1'`;
+    await deleteOldAttempts(db.database.db, 60 * 60 * 1000);
+    const keys = await db.database.sql`select key from rate_events order by key`;
+    expect(keys.map((row) => row.key)).toEqual(['192.0.2.2']);
+  });
+});
