@@ -1,0 +1,31 @@
+import { sql } from 'drizzle-orm';
+import { index, jsonb, pgTable, primaryKey, text, timestamp, uuid } from 'drizzle-orm/pg-core';
+import { workspaceOwned } from '../db/columns.js';
+
+/**
+ * Every write's event, recorded in the write's own transaction (docs/events.md). Live
+ * streams learn of them through NOTIFY at commit; webhook delivery reads them as its
+ * outbox.
+ */
+export const events = pgTable(
+  'events',
+  {
+    ...workspaceOwned(),
+    /** `contact.created`, `task.updated`, … */
+    name: text().notNull(),
+    /** The record the event is about. */
+    subjectId: uuid(),
+    /** Who may see it: one account (task events reach their assignee), or null for all. */
+    audienceUserId: uuid(),
+    /** The account that made the change, when one did. */
+    actorUserId: uuid(),
+    data: jsonb().$type<Record<string, unknown>>().notNull().default({}),
+    at: timestamp({ withTimezone: true }).notNull().default(sql`clock_timestamp()`),
+  },
+  (t) => [
+    primaryKey({ columns: [t.workspaceId, t.id] }),
+    index('events_workspace_at_idx').on(t.workspaceId, t.at),
+  ],
+);
+
+export type Event = typeof events.$inferSelect;
