@@ -4,6 +4,7 @@ import { builder } from './builder.js';
 import './scalars.js';
 import '../meta/graph.js';
 import '../users/graph.js';
+import '../contacts/graph.js';
 import '../auth/graph.js';
 import '../users/admin-graph.js';
 import '../auth/tokens-graph.js';

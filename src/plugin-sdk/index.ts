@@ -17,6 +17,9 @@ export type { Config } from '../config.js';
 export type { Database, Db } from '../db/client.js';
 export type { Logger } from '../log.js';
 export { builder } from '../graph/builder.js';
+/** Core types plugins may extend with `extendCoreType` (their fields get `{ id }` only). */
+export { ContactObject } from '../contacts/graph.js';
+export { recordEvent } from '../events/service.js';
 export { pageSize } from '../graph/paging.js';
 export { extendCoreType, type CoreParent, type CoreFieldBuilder } from './extend.js';
 export { AppError, refusePlugin as refuse, type ErrorCode, type Meta } from '../errors.js';

@@ -1,0 +1,51 @@
+import { randomUUID } from 'node:crypto';
+import { sql } from 'drizzle-orm';
+import type { Db } from '../db/client.js';
+import { events } from './tables.js';
+
+/** The NOTIFY channel events are announced on; the payload names the row. */
+export const EVENTS_CHANNEL = 'svc_events';
+
+export interface NewEvent {
+  workspaceId: string;
+  /** `contact.created`, `task.updated`, … (docs/events.md). */
+  name: string;
+  subjectId?: string | null;
+  /** One account may see it (task events reach their assignee); null: everyone. */
+  audienceUserId?: string | null;
+  actorUserId?: string | null;
+  data?: Record<string, unknown>;
+}
+
+export interface EventNotice {
+  workspaceId: string;
+  id: string;
+  name: string;
+  audienceUserId: string | null;
+}
+
+/**
+ * Records an event in the caller's transaction (`db` is the transaction) and announces it
+ * with NOTIFY, which PostgreSQL delivers to every listening process only at commit: a
+ * rolled-back write announces nothing.
+ */
+export async function recordEvent(db: Db, event: NewEvent): Promise<string> {
+  const id = randomUUID();
+  await db.insert(events).values({
+    workspaceId: event.workspaceId,
+    id,
+    name: event.name,
+    subjectId: event.subjectId ?? null,
+    audienceUserId: event.audienceUserId ?? null,
+    actorUserId: event.actorUserId ?? null,
+    data: event.data ?? {},
+  });
+  const notice: EventNotice = {
+    workspaceId: event.workspaceId,
+    id,
+    name: event.name,
+    audienceUserId: event.audienceUserId ?? null,
+  };
+  await db.execute(sql`select pg_notify(${EVENTS_CHANNEL}, ${JSON.stringify(notice)})`);
+  return id;
+}
