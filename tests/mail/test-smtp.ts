@@ -185,3 +185,14 @@ export function captureLines(): { lines: string[]; destination: { write(line: st
   const lines: string[] = [];
   return { lines, destination: { write: (line: string) => void lines.push(line) } };
 }
+
+/** The mail settings of a service sending to `smtp` in plain SMTP, links to crm.example.test. */
+export function mailEnv(smtp: { port: number }): Record<string, string> {
+  return {
+    SVC_SMTP_HOST: '127.0.0.1',
+    SVC_SMTP_PORT: String(smtp.port),
+    SVC_SMTP_FROM: 'crm@example.test',
+    SVC_SMTP_TLS: 'none',
+    SVC_PUBLIC_URL: 'https://crm.example.test',
+  };
+}

@@ -9,7 +9,7 @@ import { NAME_MAX } from '../../src/users/rules.js';
 import { bearer, createUser, createWorkspace, PASSWORD, tokenFor } from '../support/factories.js';
 import { freePort } from '../support/env.js';
 import { startTestService, type GraphBody, type TestService } from '../support/service.js';
-import { createTestCert, startTestSmtp, type TestSmtp } from '../mail/test-smtp.js';
+import { createTestCert, startTestSmtp, type TestSmtp, mailEnv } from '../mail/test-smtp.js';
 import {
   ACCEPT,
   cookieFrom,
@@ -329,11 +329,7 @@ describe('with SMTP', () => {
     smtp = await startTestSmtp({ cert: createTestCert() });
     svc = await startTestService({
       env: {
-        SVC_SMTP_HOST: '127.0.0.1',
-        SVC_SMTP_PORT: String(smtp.port),
-        SVC_SMTP_FROM: 'crm@example.test',
-        SVC_SMTP_TLS: 'none',
-        SVC_PUBLIC_URL: 'https://crm.example.test',
+        ...mailEnv(smtp),
         SVC_INVITE_TTL: '48h',
       },
     });

@@ -9,7 +9,7 @@ import type { Db } from '../../src/db/client.js';
 import type { User } from '../../src/users/tables.js';
 import { createUser, createWorkspace, PASSWORD, sessionCookieFor } from '../support/factories.js';
 import { startTestService, type TestService } from '../support/service.js';
-import { createTestCert, startTestSmtp, type TestSmtp } from '../mail/test-smtp.js';
+import { createTestCert, startTestSmtp, type TestSmtp, mailEnv } from '../mail/test-smtp.js';
 import {
   cookieFrom,
   expectRefusal,
@@ -48,11 +48,7 @@ describe('with SMTP', () => {
     smtp = await startTestSmtp({ cert: createTestCert() });
     svc = await startTestService({
       env: {
-        SVC_SMTP_HOST: '127.0.0.1',
-        SVC_SMTP_PORT: String(smtp.port),
-        SVC_SMTP_FROM: 'crm@example.test',
-        SVC_SMTP_TLS: 'none',
-        SVC_PUBLIC_URL: 'https://crm.example.test',
+        ...mailEnv(smtp),
         SVC_TRUSTED_PROXIES: '127.0.0.1/32',
         SVC_RESET_TTL: '30m',
       },
