@@ -1,6 +1,7 @@
 import type { AccessCatalogue } from './auth/access.js';
 import type { Config } from './config.js';
 import type { Database } from './db/client.js';
+import type { EventBus } from './events/bus.js';
 import type { Logger } from './log.js';
 
 /** Who is calling. Filled by the authentication layer; null for an anonymous caller. */
@@ -32,6 +33,8 @@ export interface Context {
   responseCookies: string[];
   /** Aborted when the client goes away, the operation passes its deadline or shutdown cancels it. */
   signal: AbortSignal;
+  /** The process's event bus (coreEvent streams subscribe to it). */
+  events: EventBus;
   /** Aborts `signal` (the operation deadline uses it). */
   cancel(reason?: unknown): void;
 }

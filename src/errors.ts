@@ -125,6 +125,10 @@ export const coreReasons = {
   ),
   link_invalid: reason('VALIDATION', 'that link is unknown, used or expired'),
   invitation_not_pending: reason('VALIDATION', 'that account has already accepted its invitation'),
+  stream_required: reason(
+    'VALIDATION',
+    'subscriptions need Accept: text/event-stream with no JSON type',
+  ),
   complexity_limit_exceeded: reason<{ complexity: number; limit: number }>(
     'COMPLEXITY_LIMIT_EXCEEDED',
     (m) => `operation has complexity ${m.complexity}, which exceeds the limit of ${m.limit}`,
@@ -134,6 +138,11 @@ export const coreReasons = {
     (m) => `operation ran past its deadline of ${m.timeoutMs} ms`,
   ),
   operation_invalid: reason('VALIDATION', 'operation is not valid against the schema'),
+  offset_negative: reason('VALIDATION', 'graph: offset must be zero or more'),
+  channel_unknown: reason<{ channel: string }>(
+    'VALIDATION',
+    (m) => `unknown channel: ${m.channel}`,
+  ),
   body_too_large: reason<{ maxBytes: number }>(
     'VALIDATION',
     (m) => `request body exceeds the limit of ${m.maxBytes} bytes`,

@@ -4,6 +4,7 @@ import { buildCatalogue, type AccessCatalogue } from './auth/access.js';
 import { startHousekeeping } from './auth/housekeeping.js';
 import type { Config } from './config.js';
 import { createDatabase, type Database } from './db/client.js';
+import { startEventBus, type EventBus } from './events/bus.js';
 import {
   applyMigrations,
   coreMigrations,
@@ -37,6 +38,8 @@ export interface Service {
   plugins: readonly LoadedPlugin[];
   /** Areas, capabilities and roles of the core and the plugins. */
   access: AccessCatalogue;
+  /** The process's event bus: one LISTEN connection fanning events out to its streams. */
+  events: EventBus;
   /** Runs the three shutdown graces one after another; safe to call twice. */
   shutdown(): Promise<void>;
 }
@@ -61,13 +64,16 @@ export async function migrateAll(
 export async function startService(options: ServiceOptions): Promise<Service> {
   const { config, log } = options;
   const database = createDatabase(options.databaseUrl);
+  let events: EventBus | undefined;
   try {
     const plugins = await loadPlugins(options.plugins);
     const migrationSets = await migrateAll(database, plugins, log);
     const schema = buildSchema();
     const access = buildCatalogue(plugins);
-    return await listen({ config, log, database, plugins, migrationSets, schema, access });
+    events = await startEventBus(database, log);
+    return await listen({ config, log, database, plugins, migrationSets, schema, access, events });
   } catch (error) {
+    await events?.close();
     await database.close();
     throw error;
   }
@@ -81,8 +87,9 @@ async function listen(deps: {
   migrationSets: MigrationSet[];
   schema: ReturnType<typeof buildSchema>;
   access: AccessCatalogue;
+  events: EventBus;
 }): Promise<Service> {
-  const { config, log, database, plugins } = deps;
+  const { config, log, database, plugins, events } = deps;
   const cancel = new AbortController();
   let shuttingDown = false;
   const app = createApp({
@@ -119,6 +126,9 @@ async function listen(deps: {
     log.info('shutting down');
     server.close();
     server.closeIdleConnections();
+    // Open streams end now rather than at the cancel grace: each completes, its client
+    // reconnects (to another process), and draining waits only for ordinary requests.
+    events.endSubscriptions();
     if (!(await running.settled(config.http.shutdownGraceMs))) {
       log.warn({ running: running.count() }, 'cancelling requests still running');
       cancel.abort();
@@ -127,6 +137,7 @@ async function listen(deps: {
     server.closeAllConnections();
     stopHousekeeping();
     await stopPlugins(plugins, config.http.shutdownStopGraceMs, log);
+    await events.close();
     await database.close();
     log.info('stopped');
   }
@@ -136,6 +147,7 @@ async function listen(deps: {
     database,
     plugins,
     access: deps.access,
+    events,
     shutdown: () => (stopped ??= shutdown()),
   };
 }

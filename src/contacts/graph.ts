@@ -1,5 +1,19 @@
 import { builder } from '../graph/builder.js';
-import type { Contact } from './tables.js';
+import { connectionOf } from '../graph/connection.js';
+import { contactLoaders } from './loaders.js';
+import {
+  addContactIdentity,
+  contactPage,
+  createContact,
+  deleteContactIdentity,
+  getContact,
+  listContacts,
+  renameContact,
+  type ContactPage,
+  type IdentityResult,
+} from './service.js';
+import type { Contact, ContactIdentity } from './tables.js';
+import type { Context } from '../context.js';
 
 /**
  * A contact (SPEC 2.3). Plugins and other domains add fields to it (tasks, notes,
@@ -8,10 +22,165 @@ import type { Contact } from './tables.js';
  */
 export const ContactObject = builder.objectRef<Contact>('Contact');
 
+/** The stored row behind a parent that may carry only `id` (a plugin's contact). */
+async function stored(contact: Contact, ctx: Context): Promise<Contact> {
+  if (contact.createdAt !== undefined && contact.updatedAt !== undefined) return contact;
+  return (await contactLoaders(ctx).contacts.load(contact.id)) ?? contact;
+}
+
+export const ContactIdentityObject = builder
+  .objectRef<ContactIdentity>('ContactIdentity')
+  .implement({
+    description: "One of a contact's channel identities: an address, a number, a handle.",
+    fields: (t) => ({
+      id: t.expose('id', { type: 'UUID' }),
+      channel: t.exposeString('channel'),
+      identifier: t.exposeString('identifier', { description: 'As written (trimmed).' }),
+      displayName: t.exposeString('displayName', { nullable: true }),
+      createdAt: t.expose('createdAt', { type: 'DateTime' }),
+    }),
+  });
+
 ContactObject.implement({
   fields: (t) => ({
     id: t.expose('id', { type: 'UUID' }),
     name: t.exposeString('name'),
-    createdAt: t.expose('createdAt', { type: 'DateTime' }),
+    createdAt: t.field({
+      type: 'DateTime',
+      resolve: async (contact, _args, ctx) => (await stored(contact, ctx)).createdAt,
+    }),
+    updatedAt: t.field({
+      type: 'DateTime',
+      description: 'Last rename or identity change.',
+      resolve: async (contact, _args, ctx) => (await stored(contact, ctx)).updatedAt,
+    }),
+    identities: t.field({
+      type: [ContactIdentityObject],
+      description: 'Oldest first. The identities of every contact on a page load in one read.',
+      resolve: (contact, _args, ctx) => contactLoaders(ctx).identities.load(contact.id),
+    }),
   }),
 });
+
+const ContactConnection = connectionOf('Contact', ContactObject);
+
+const ContactPageObject = builder.objectRef<ContactPage>('ContactPage').implement({
+  description:
+    'An offset page: the next starts at offset + limit; the last where that reaches total.',
+  fields: (t) => ({
+    items: t.field({ type: [ContactObject], resolve: (page) => page.items }),
+    total: t.exposeInt('total', { description: 'Every contact matching the filter.' }),
+    limit: t.exposeInt('limit', { description: 'The page size served.' }),
+  }),
+});
+
+const ContactOrderEnum = builder.enumType('ContactOrder', {
+  values: { NAME: { description: 'Name, A to Z for ASC.' }, CREATED_AT: {} } as const,
+});
+const SortOrderEnum = builder.enumType('SortOrder', { values: ['ASC', 'DESC'] as const });
+
+const IdentityInput = builder.inputType('IdentityInput', {
+  fields: (t) => ({
+    channel: t.string({ description: '`email` or `phone`, or a writable plugin channel.' }),
+    identifier: t.string(),
+    displayName: t.string({ required: false }),
+  }),
+});
+
+const ContactIdentityPayload = builder
+  .objectRef<IdentityResult>('ContactIdentityPayload')
+  .implement({
+    description: 'The identity written or removed, and its contact after the change.',
+    fields: (t) => ({
+      identity: t.field({ type: ContactIdentityObject, resolve: (p) => p.identity }),
+      contact: t.field({ type: ContactObject, resolve: (p) => p.contact }),
+    }),
+  });
+
+const readContacts = { access: { scope: 'contacts:read' } } as const;
+const writeContacts = { access: { scope: 'contacts:write' } } as const;
+
+builder.queryFields((t) => ({
+  contact: t.field({
+    type: ContactObject,
+    authScopes: readContacts,
+    args: { id: t.arg({ type: 'UUID', required: true }) },
+    resolve: (_root, args, ctx) => getContact(ctx, args.id),
+  }),
+  contacts: t.field({
+    type: ContactConnection,
+    description:
+      'Contacts by name A to Z, then id. `q` matches a name fragment, an identity display ' +
+      'name fragment or (3+ digits) the digits of an identifier.',
+    authScopes: readContacts,
+    args: {
+      q: t.arg.string({ required: false }),
+      first: t.arg.int({ required: false }),
+      after: t.arg.string({ required: false }),
+    },
+    resolve: (_root, args, ctx) => listContacts(ctx, args),
+  }),
+  contactPage: t.field({
+    type: ContactPageObject,
+    description:
+      'An offset page. `q` as for `contacts`; `channels` keeps contacts with an identity on ' +
+      'any named channel (an empty list narrows nothing).',
+    authScopes: readContacts,
+    args: {
+      q: t.arg.string({ required: false }),
+      channels: t.arg.stringList({ required: false }),
+      orderBy: t.arg({ type: ContactOrderEnum, required: false, defaultValue: 'NAME' }),
+      order: t.arg({ type: SortOrderEnum, required: false, defaultValue: 'ASC' }),
+      limit: t.arg.int({ required: false }),
+      offset: t.arg.int({ required: false, description: 'Zero or more. @default 0' }),
+    },
+    resolve: (_root, args, ctx) => contactPage(ctx, args),
+  }),
+}));
+
+builder.mutationFields((t) => ({
+  createContact: t.field({
+    type: ContactObject,
+    description: 'Creates a contact with its identities; nothing is written if one is refused.',
+    authScopes: writeContacts,
+    args: {
+      input: t.arg({
+        type: builder.inputType('CreateContactInput', {
+          fields: (f) => ({
+            name: f.string(),
+            identities: f.field({ type: [IdentityInput], required: false }),
+          }),
+        }),
+        required: true,
+      }),
+    },
+    resolve: (_root, args, ctx) => createContact(ctx, args.input),
+  }),
+  renameContact: t.field({
+    type: ContactObject,
+    authScopes: writeContacts,
+    args: {
+      id: t.arg({ type: 'UUID', required: true }),
+      name: t.arg.string({ required: true }),
+    },
+    resolve: (_root, args, ctx) => renameContact(ctx, args),
+  }),
+  addContactIdentity: t.field({
+    type: ContactIdentityPayload,
+    description:
+      'Adds an identity. Held by another contact: identity_taken with ownerContactId; ' +
+      'already on this contact: answers the stored identity.',
+    authScopes: writeContacts,
+    args: {
+      contactId: t.arg({ type: 'UUID', required: true }),
+      identity: t.arg({ type: IdentityInput, required: true }),
+    },
+    resolve: (_root, args, ctx) => addContactIdentity(ctx, args),
+  }),
+  deleteContactIdentity: t.field({
+    type: ContactIdentityPayload,
+    authScopes: writeContacts,
+    args: { id: t.arg({ type: 'UUID', required: true }) },
+    resolve: (_root, args, ctx) => deleteContactIdentity(ctx, args),
+  }),
+}));

@@ -62,8 +62,14 @@ export const contactIdentities = pgTable(
     uniqueIndex('contact_identities_key').on(t.workspaceId, t.channel, t.identifierKey),
     index('contact_identities_contact_idx').on(t.workspaceId, t.contactId),
     index('contact_identities_channel_idx').on(t.workspaceId, t.channel, t.contactId),
-    index('contact_identities_display_trgm_idx').using('gin', sql`lower(${t.displayName}) gin_trgm_ops`),
-    index('contact_identities_digits_trgm_idx').using('gin', sql`${t.identifierDigits} gin_trgm_ops`),
+    index('contact_identities_display_trgm_idx').using(
+      'gin',
+      sql`lower(${t.displayName}) gin_trgm_ops`,
+    ),
+    index('contact_identities_digits_trgm_idx').using(
+      'gin',
+      sql`${t.identifierDigits} gin_trgm_ops`,
+    ),
   ],
 );
 

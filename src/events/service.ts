@@ -22,6 +22,9 @@ export interface EventNotice {
   id: string;
   name: string;
   audienceUserId: string | null;
+  subjectId: string | null;
+  /** When the row was recorded (ISO 8601). */
+  at: string;
 }
 
 /**
@@ -31,20 +34,25 @@ export interface EventNotice {
  */
 export async function recordEvent(db: Db, event: NewEvent): Promise<string> {
   const id = randomUUID();
-  await db.insert(events).values({
-    workspaceId: event.workspaceId,
-    id,
-    name: event.name,
-    subjectId: event.subjectId ?? null,
-    audienceUserId: event.audienceUserId ?? null,
-    actorUserId: event.actorUserId ?? null,
-    data: event.data ?? {},
-  });
+  const [row] = await db
+    .insert(events)
+    .values({
+      workspaceId: event.workspaceId,
+      id,
+      name: event.name,
+      subjectId: event.subjectId ?? null,
+      audienceUserId: event.audienceUserId ?? null,
+      actorUserId: event.actorUserId ?? null,
+      data: event.data ?? {},
+    })
+    .returning({ at: events.at });
   const notice: EventNotice = {
     workspaceId: event.workspaceId,
     id,
     name: event.name,
     audienceUserId: event.audienceUserId ?? null,
+    subjectId: event.subjectId ?? null,
+    at: (row?.at ?? new Date()).toISOString(),
   };
   await db.execute(sql`select pg_notify(${EVENTS_CHANNEL}, ${JSON.stringify(notice)})`);
   return id;

@@ -20,7 +20,9 @@ export const events = pgTable(
     /** The account that made the change, when one did. */
     actorUserId: uuid(),
     data: jsonb().$type<Record<string, unknown>>().notNull().default({}),
-    at: timestamp({ withTimezone: true }).notNull().default(sql`clock_timestamp()`),
+    at: timestamp({ withTimezone: true })
+      .notNull()
+      .default(sql`clock_timestamp()`),
   },
   (t) => [
     primaryKey({ columns: [t.workspaceId, t.id] }),

@@ -45,12 +45,15 @@ export const builder = new SchemaBuilder<{
       },
     }),
     unauthorizedError: () => refuse('authentication_required'),
+    // Subscriptions are checked once, when the stream opens, not on every event.
+    authorizeOnSubscribe: true,
   },
 });
 
 // SPEC 5: every operation needs a credential; `login` and `locale` skip type scopes.
 builder.queryType({ authScopes: { authenticated: true } });
 builder.mutationType({ authScopes: { authenticated: true } });
+builder.subscriptionType({ authScopes: { authenticated: true } });
 
 /** The builder's schema types, for helpers that take refs. */
 export type BuilderTypes =

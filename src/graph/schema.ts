@@ -5,10 +5,12 @@ import './scalars.js';
 import '../meta/graph.js';
 import '../users/graph.js';
 import '../contacts/graph.js';
+import '../tasks/graph.js';
 import '../auth/graph.js';
 import '../users/admin-graph.js';
 import '../auth/tokens-graph.js';
 import '../locale/graph.js';
+import '../events/graph.js';
 
 let built: GraphQLSchema | undefined;
 

@@ -4,6 +4,7 @@ import type { GraphQLSchema } from 'graphql';
 import sirv from 'sirv';
 import type { Config } from '../config.js';
 import type { Database } from '../db/client.js';
+import type { EventBus } from '../events/bus.js';
 import { pendingMigrationSets, type MigrationSet } from '../db/migrate.js';
 import { createGraphServer, GRAPH_PATH, type GraphServer } from '../graph/server.js';
 import type { Logger } from '../log.js';
@@ -27,6 +28,8 @@ export interface AppDeps {
   access: AccessCatalogue;
   /** Every migration set this process knows, for readiness. */
   migrationSets: readonly MigrationSet[];
+  /** The process's event bus, for subscriptions. */
+  events: EventBus;
   /** Aborted when shutdown cancels running requests. */
   shutdownSignal: AbortSignal;
   /** True once shutdown began: readiness answers 503 so balancers drain the process. */

@@ -5,6 +5,7 @@ import { resolveCredential } from '../auth/credentials.js';
 import type { Config } from '../config.js';
 import type { Actor } from '../context.js';
 import type { Database } from '../db/client.js';
+import type { EventBus } from '../events/bus.js';
 import { refuse, type AppError } from '../errors.js';
 import type { GraphServer } from '../graph/server.js';
 import type { Logger } from '../log.js';
@@ -12,6 +13,7 @@ import type { createCancellation } from './cancellation.js';
 import { anonymousBodyRefusal, anonymousQueryRefusal } from './guards/anonymous.js';
 import { answerTooLargeBody } from './guards/answer-cap.js';
 import { createSlots } from './guards/slots.js';
+import { streamRequested } from './guards/stream-accept.js';
 import { readBody, sendJson, sendWebResponse, toWebRequest } from './node-fetch-bridge.js';
 
 export interface GraphRouteDeps {
@@ -21,6 +23,7 @@ export interface GraphRouteDeps {
   access: AccessCatalogue;
   graph: GraphServer;
   cancellation: ReturnType<typeof createCancellation>;
+  events: EventBus;
 }
 
 function graphRefusal(
@@ -123,7 +126,7 @@ export function createGraphRoute(deps: GraphRouteDeps) {
         }) ?? anonymousQueryRefusal(queryText(url, read), config.graph.anonymous);
       if (refusal) return graphRefusal(res, 200, refusal);
     }
-    const streaming = (req.headers.accept ?? '').includes('text/event-stream');
+    const streaming = streamRequested(req.headers.accept);
     const release = actor
       ? (streaming ? streamSlots : operationSlots).tryTake(actor.userId)
       : anonymousSlots.tryTake(clientAddress);
@@ -153,6 +156,7 @@ export function createGraphRoute(deps: GraphRouteDeps) {
         responseCookies,
         signal: controller.signal,
         cancel: (reason) => controller.abort(reason),
+        events: deps.events,
       });
       await sendWebResponse(res, response, {
         cookies: responseCookies,

@@ -1,6 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
-import type { ReadableStream as NodeReadableStream } from 'node:stream/web';
 
 /** Reads a request body, stopping as soon as it passes `maxBytes`. */
 export async function readBody(
@@ -87,7 +86,9 @@ export async function sendWebResponse(
     return;
   }
   res.writeHead(response.status, headers);
-  const body = Readable.fromWeb(response.body as NodeReadableStream);
+  // Yoga's answer body may be its ponyfill stream, which `Readable.fromWeb` refuses; any
+  // ReadableStream's reader works.
+  const body = readableOf(response.body);
   // A client that goes away cancels the stream, which ends a subscription's iterator.
   res.once('close', () => body.destroy());
   await new Promise<void>((resolve) => {
@@ -97,6 +98,24 @@ export async function sendWebResponse(
     });
     res.once('close', resolve);
     body.pipe(res);
+  });
+}
+
+/** A Node stream over any ReadableStream; destroying it cancels the source at once. */
+function readableOf(stream: ReadableStream<Uint8Array>): Readable {
+  const reader = stream.getReader();
+  return new Readable({
+    read() {
+      reader.read().then(
+        ({ done, value }) => void this.push(done ? null : value),
+        (error: unknown) => this.destroy(error instanceof Error ? error : new Error(String(error))),
+      );
+    },
+    destroy(error, callback) {
+      // The client went away: cancelling the stream ends the subscription's iterator.
+      reader.cancel().catch(() => {});
+      callback(error);
+    },
   });
 }
 

@@ -19,7 +19,16 @@ export type { Logger } from '../log.js';
 export { builder } from '../graph/builder.js';
 /** Core types plugins may extend with `extendCoreType` (their fields get `{ id }` only). */
 export { ContactObject } from '../contacts/graph.js';
+/**
+ * Core tables a plugin's own tables may name in a foreign key (`notes` → `contacts`).
+ * drizzle-kit writes only the tables a plugin's tables.ts exports, so the constraint lands
+ * in the plugin's migration without a copy of the core table. A plugin may read their key
+ * columns (does this contact exist in the workspace?); it never writes them, and the rest
+ * of a contact reaches it through the graph.
+ */
+export { contacts } from '../contacts/tables.js';
 export { recordEvent } from '../events/service.js';
+export { registerChannel } from '../contacts/channels.js';
 export { pageSize } from '../graph/paging.js';
 export { extendCoreType, type CoreParent, type CoreFieldBuilder } from './extend.js';
 export { AppError, refusePlugin as refuse, type ErrorCode, type Meta } from '../errors.js';

@@ -1,0 +1,274 @@
+import { and, asc, desc, eq, gt, inArray, or, sql, type SQL } from 'drizzle-orm';
+import type { Db } from '../db/client.js';
+import type { NormalisedIdentity } from './channels.js';
+import {
+  contactIdentities,
+  contacts,
+  workspaceCounts,
+  type Contact,
+  type ContactIdentity,
+} from './tables.js';
+
+/** What `contacts` and `contactPage` narrow by. */
+export interface ContactFilter {
+  /** A name fragment, identity display name fragment or (3+ digits) identifier digits. */
+  q?: string | null;
+  /** Channel names, already normalised; empty or absent: no narrowing. */
+  channels?: readonly string[] | null;
+}
+
+export type ContactOrder = 'NAME' | 'CREATED_AT';
+export type SortOrder = 'ASC' | 'DESC';
+
+const lowerName = sql<string>`lower(${contacts.name})`;
+
+/** `%fragment%` for LIKE, with the caller's `%`, `_` and `\` taken literally. */
+function containing(fragment: string): string {
+  return `%${fragment.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+}
+
+/**
+ * The filter as one condition. Each branch is shaped for its trigram index:
+ * `lower(name) like`, `lower(display_name) like`, `identifier_digits like`.
+ */
+function filterCondition(workspaceId: string, filter: ContactFilter): SQL | undefined {
+  const conditions: SQL[] = [];
+  const q = filter.q?.trim();
+  if (q) {
+    const pattern = containing(q.toLowerCase());
+    const digits = q.replace(/\D/g, '');
+    const identityMatch = [sql`lower(${contactIdentities.displayName}) like ${pattern}`];
+    if (digits.length >= 3) {
+      identityMatch.push(sql`${contactIdentities.identifierDigits} like ${containing(digits)}`);
+    }
+    conditions.push(
+      or(
+        sql`${lowerName} like ${pattern}`,
+        inArray(contacts.id, identityContacts(workspaceId, or(...identityMatch) as SQL)),
+      ) as SQL,
+    );
+  }
+  if (filter.channels && filter.channels.length > 0) {
+    conditions.push(
+      inArray(
+        contacts.id,
+        identityContacts(workspaceId, inArray(contactIdentities.channel, [...filter.channels])),
+      ),
+    );
+  }
+  return conditions.length > 0 ? and(...conditions) : undefined;
+}
+
+/** `(select contact_id from contact_identities where …)` of the workspace. */
+function identityContacts(workspaceId: string, condition: SQL): SQL {
+  return sql`(select ${contactIdentities.contactId} from ${contactIdentities} where ${and(
+    eq(contactIdentities.workspaceId, workspaceId),
+    condition,
+  )})`;
+}
+
+export function isFiltered(filter: ContactFilter): boolean {
+  return Boolean(filter.q?.trim()) || Boolean(filter.channels && filter.channels.length > 0);
+}
+
+/** A contact with the key it sorts by (PostgreSQL's `lower`, so cursors match its order). */
+export type SortedContact = Contact & { sortName: string };
+
+/** Contacts by name A–Z then id, after a keyset position; `limit` rows at most. */
+export function selectContactsByName(
+  db: Db,
+  workspaceId: string,
+  filter: ContactFilter,
+  after: { sortName: string; id: string } | null,
+  limit: number,
+): Promise<SortedContact[]> {
+  const position = after
+    ? or(
+        gt(lowerName, after.sortName),
+        and(eq(lowerName, after.sortName), gt(contacts.id, after.id)),
+      )
+    : undefined;
+  return db
+    .select({ ...contactColumns, sortName: lowerName })
+    .from(contacts)
+    .where(
+      and(eq(contacts.workspaceId, workspaceId), filterCondition(workspaceId, filter), position),
+    )
+    .orderBy(asc(lowerName), asc(contacts.id))
+    .limit(limit);
+}
+
+const contactColumns = {
+  workspaceId: contacts.workspaceId,
+  id: contacts.id,
+  name: contacts.name,
+  createdAt: contacts.createdAt,
+  updatedAt: contacts.updatedAt,
+};
+
+/** One offset page of contacts in the asked order; id breaks ties in the same direction. */
+export function selectContactPage(
+  db: Db,
+  workspaceId: string,
+  filter: ContactFilter,
+  page: { orderBy: ContactOrder; order: SortOrder; limit: number; offset: number },
+): Promise<Contact[]> {
+  const direction = page.order === 'DESC' ? desc : asc;
+  const key = page.orderBy === 'CREATED_AT' ? contacts.createdAt : lowerName;
+  return db
+    .select(contactColumns)
+    .from(contacts)
+    .where(and(eq(contacts.workspaceId, workspaceId), filterCondition(workspaceId, filter)))
+    .orderBy(direction(key), direction(contacts.id))
+    .limit(page.limit)
+    .offset(page.offset);
+}
+
+/** Every contact matching a filter: a statement of its own, run beside the page walk. */
+export async function countMatchingContacts(
+  db: Db,
+  workspaceId: string,
+  filter: ContactFilter,
+): Promise<number> {
+  const [row] = await db
+    .select({ total: sql<number>`count(*)::int` })
+    .from(contacts)
+    .where(and(eq(contacts.workspaceId, workspaceId), filterCondition(workspaceId, filter)));
+  return row?.total ?? 0;
+}
+
+/** The workspace's contact count, kept by every insert and delete (no count of rows). */
+export async function storedContactCount(db: Db, workspaceId: string): Promise<number> {
+  const [row] = await db
+    .select({ contacts: workspaceCounts.contacts })
+    .from(workspaceCounts)
+    .where(eq(workspaceCounts.workspaceId, workspaceId));
+  return row?.contacts ?? 0;
+}
+
+/** Adds `delta` to the workspace's contact count, in the caller's transaction. */
+export async function bumpContactCount(db: Db, workspaceId: string, delta: number): Promise<void> {
+  await db
+    .insert(workspaceCounts)
+    .values({ workspaceId, contacts: delta })
+    .onConflictDoUpdate({
+      target: workspaceCounts.workspaceId,
+      set: { contacts: sql`${workspaceCounts.contacts} + ${delta}` },
+    });
+}
+
+export async function findContact(
+  db: Db,
+  workspaceId: string,
+  id: string,
+): Promise<Contact | undefined> {
+  const [row] = await db
+    .select()
+    .from(contacts)
+    .where(and(eq(contacts.workspaceId, workspaceId), eq(contacts.id, id)));
+  return row;
+}
+
+/** Contacts by id, in one read; absent ids are left out. */
+export function selectContacts(db: Db, workspaceId: string, ids: readonly string[]) {
+  return db
+    .select()
+    .from(contacts)
+    .where(and(eq(contacts.workspaceId, workspaceId), inArray(contacts.id, [...ids])));
+}
+
+export async function insertContact(db: Db, workspaceId: string, name: string): Promise<Contact> {
+  const [row] = await db.insert(contacts).values({ workspaceId, name }).returning();
+  return row as Contact;
+}
+
+/** Sets `updatedAt` (and the name when given) and answers the row; undefined: no contact. */
+export async function touchContact(
+  db: Db,
+  workspaceId: string,
+  id: string,
+  name?: string,
+): Promise<Contact | undefined> {
+  const [row] = await db
+    .update(contacts)
+    .set({ updatedAt: sql`now()`, ...(name === undefined ? {} : { name }) })
+    .where(and(eq(contacts.workspaceId, workspaceId), eq(contacts.id, id)))
+    .returning();
+  return row;
+}
+
+/**
+ * Inserts an identity unless its (channel, key) is held: then answers undefined. ON
+ * CONFLICT waits for a racing insert to commit or roll back, so the loser of a race sees
+ * the winner's row rather than a unique violation.
+ */
+export async function insertIdentity(
+  db: Db,
+  workspaceId: string,
+  contactId: string,
+  identity: NormalisedIdentity,
+): Promise<ContactIdentity | undefined> {
+  const [row] = await db
+    .insert(contactIdentities)
+    // clock_timestamp, not the transaction's now(): identities written together keep
+    // the order they were given in, which is the order they are listed in.
+    .values({ workspaceId, contactId, ...identity, createdAt: sql`clock_timestamp()` })
+    .onConflictDoNothing({
+      target: [
+        contactIdentities.workspaceId,
+        contactIdentities.channel,
+        contactIdentities.identifierKey,
+      ],
+    })
+    .returning();
+  return row;
+}
+
+export async function findIdentityByKey(
+  db: Db,
+  workspaceId: string,
+  channel: string,
+  identifierKey: string,
+): Promise<ContactIdentity | undefined> {
+  const [row] = await db
+    .select()
+    .from(contactIdentities)
+    .where(
+      and(
+        eq(contactIdentities.workspaceId, workspaceId),
+        eq(contactIdentities.channel, channel),
+        eq(contactIdentities.identifierKey, identifierKey),
+      ),
+    );
+  return row;
+}
+
+export async function deleteIdentity(
+  db: Db,
+  workspaceId: string,
+  id: string,
+): Promise<ContactIdentity | undefined> {
+  const [row] = await db
+    .delete(contactIdentities)
+    .where(and(eq(contactIdentities.workspaceId, workspaceId), eq(contactIdentities.id, id)))
+    .returning();
+  return row;
+}
+
+/** The identities of many contacts in one read, oldest first within each contact. */
+export function selectIdentitiesOf(
+  db: Db,
+  workspaceId: string,
+  contactIds: readonly string[],
+): Promise<ContactIdentity[]> {
+  return db
+    .select()
+    .from(contactIdentities)
+    .where(
+      and(
+        eq(contactIdentities.workspaceId, workspaceId),
+        inArray(contactIdentities.contactId, [...contactIds]),
+      ),
+    )
+    .orderBy(asc(contactIdentities.createdAt), asc(contactIdentities.id));
+}

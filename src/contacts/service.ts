@@ -1,0 +1,274 @@
+import type { Context } from '../context.js';
+import type { Db } from '../db/client.js';
+import { refuse } from '../errors.js';
+import { recordEvent } from '../events/service.js';
+import { toConnection, type Connection } from '../graph/connection.js';
+import { decodeCursor, encodeCursor } from '../graph/cursor.js';
+import { pageSize } from '../graph/paging.js';
+import { workspaceOf } from '../users/service.js';
+import {
+  channelName,
+  normaliseIdentity,
+  type IdentityInput,
+  type NormalisedIdentity,
+} from './channels.js';
+import { contactLoaders } from './loaders.js';
+import {
+  bumpContactCount,
+  countMatchingContacts,
+  deleteIdentity,
+  findContact,
+  findIdentityByKey,
+  insertContact,
+  insertIdentity,
+  isFiltered,
+  selectContactPage,
+  selectContactsByName,
+  storedContactCount,
+  touchContact,
+  type ContactFilter,
+  type ContactOrder,
+  type SortOrder,
+} from './queries.js';
+import type { Contact, ContactIdentity } from './tables.js';
+
+export interface ContactPage {
+  items: Contact[];
+  total: number;
+  limit: number;
+}
+
+export interface IdentityResult {
+  identity: ContactIdentity;
+  contact: Contact;
+}
+
+function contactName(name: string): string {
+  const trimmed = name.trim();
+  if (!trimmed) throw refuse('contact_name_required');
+  return trimmed;
+}
+
+function actorOf(ctx: Context): string | null {
+  return ctx.actor?.userId ?? null;
+}
+
+/** One (channel, key) once: a repeated identity in the same input is written once. */
+function distinctIdentities(inputs: readonly IdentityInput[]): NormalisedIdentity[] {
+  const seen = new Map<string, NormalisedIdentity>();
+  for (const identity of inputs.map(normaliseIdentity)) {
+    const key = `${identity.channel}\u0000${identity.identifierKey}`;
+    if (!seen.has(key)) seen.set(key, identity);
+  }
+  return [...seen.values()];
+}
+
+function isIdentityKeyViolation(error: unknown): boolean {
+  const e = error as { code?: string; constraint_name?: string; cause?: unknown } | null;
+  if (e?.code === '23505' && e.constraint_name === 'contact_identities_key') return true;
+  return e?.cause !== undefined && e.cause !== error && isIdentityKeyViolation(e.cause);
+}
+
+/**
+ * Runs a write that adds identities. ON CONFLICT already turns a held identity into
+ * identity_taken; should the unique index still fire (a race the insert did not see),
+ * the transaction has rolled back and the owner is looked up afresh.
+ */
+async function withIdentityRefusal<T>(
+  ctx: Context,
+  identities: readonly NormalisedIdentity[],
+  write: () => Promise<T>,
+): Promise<T> {
+  try {
+    return await write();
+  } catch (error) {
+    if (!isIdentityKeyViolation(error)) throw error;
+    const db = ctx.database.db;
+    for (const identity of identities) {
+      const held = await findIdentityByKey(
+        db,
+        workspaceOf(ctx),
+        identity.channel,
+        identity.identifierKey,
+      );
+      if (held) throw refuse('identity_taken', { ownerContactId: held.contactId });
+    }
+    throw error;
+  }
+}
+
+/** Adds an identity to a contact inside `tx`, or refuses with its holder. */
+async function addIdentityIn(
+  tx: Db,
+  ctx: Context,
+  contactId: string,
+  identity: NormalisedIdentity,
+): Promise<ContactIdentity> {
+  const workspaceId = workspaceOf(ctx);
+  const row = await insertIdentity(tx, workspaceId, contactId, identity);
+  if (!row) {
+    const held = await findIdentityByKey(tx, workspaceId, identity.channel, identity.identifierKey);
+    if (held?.contactId === contactId) return held;
+    throw refuse('identity_taken', { ownerContactId: held?.contactId ?? '' });
+  }
+  await recordEvent(tx, {
+    workspaceId,
+    name: 'contact.identity_added',
+    subjectId: contactId,
+    actorUserId: actorOf(ctx),
+    data: { identityId: row.id, channel: row.channel, identifier: row.identifier },
+  });
+  return row;
+}
+
+export async function createContact(
+  ctx: Context,
+  input: { name: string; identities?: readonly IdentityInput[] | null },
+): Promise<Contact> {
+  const workspaceId = workspaceOf(ctx);
+  const name = contactName(input.name);
+  const identities = distinctIdentities(input.identities ?? []);
+  return withIdentityRefusal(ctx, identities, () =>
+    ctx.database.db.transaction(async (tx) => {
+      const contact = await insertContact(tx, workspaceId, name);
+      await bumpContactCount(tx, workspaceId, 1);
+      await recordEvent(tx, {
+        workspaceId,
+        name: 'contact.created',
+        subjectId: contact.id,
+        actorUserId: actorOf(ctx),
+        data: { name: contact.name },
+      });
+      for (const identity of identities) await addIdentityIn(tx, ctx, contact.id, identity);
+      return contact;
+    }),
+  );
+}
+
+export async function renameContact(
+  ctx: Context,
+  input: { id: string; name: string },
+): Promise<Contact> {
+  const workspaceId = workspaceOf(ctx);
+  const name = contactName(input.name);
+  return ctx.database.db.transaction(async (tx) => {
+    const before = await findContact(tx, workspaceId, input.id);
+    if (!before) throw refuse('contact_not_found');
+    const contact = (await touchContact(tx, workspaceId, input.id, name)) as Contact;
+    await recordEvent(tx, {
+      workspaceId,
+      name: 'contact.renamed',
+      subjectId: contact.id,
+      actorUserId: actorOf(ctx),
+      data: { from: before.name, to: contact.name },
+    });
+    return contact;
+  });
+}
+
+export async function addContactIdentity(
+  ctx: Context,
+  input: { contactId: string; identity: IdentityInput },
+): Promise<IdentityResult> {
+  const workspaceId = workspaceOf(ctx);
+  const identity = normaliseIdentity(input.identity);
+  const result = await withIdentityRefusal(ctx, [identity], () =>
+    ctx.database.db.transaction(async (tx) => {
+      // Touching the contact first locks it and tells whether it exists here.
+      const contact = await touchContact(tx, workspaceId, input.contactId);
+      if (!contact) throw refuse('contact_not_found');
+      return { identity: await addIdentityIn(tx, ctx, contact.id, identity), contact };
+    }),
+  );
+  contactLoaders(ctx).identities.clear(result.contact.id);
+  return result;
+}
+
+export async function deleteContactIdentity(
+  ctx: Context,
+  input: { id: string },
+): Promise<IdentityResult> {
+  const workspaceId = workspaceOf(ctx);
+  const result = await ctx.database.db.transaction(async (tx) => {
+    const identity = await deleteIdentity(tx, workspaceId, input.id);
+    if (!identity) throw refuse('identity_not_found');
+    const contact = (await touchContact(tx, workspaceId, identity.contactId)) as Contact;
+    await recordEvent(tx, {
+      workspaceId,
+      name: 'contact.identity_removed',
+      subjectId: contact.id,
+      actorUserId: actorOf(ctx),
+      data: { identityId: identity.id, channel: identity.channel, identifier: identity.identifier },
+    });
+    return { identity, contact };
+  });
+  contactLoaders(ctx).identities.clear(result.contact.id);
+  return result;
+}
+
+export async function getContact(ctx: Context, id: string): Promise<Contact> {
+  const contact = await findContact(ctx.database.db, workspaceOf(ctx), id);
+  if (!contact) throw refuse('contact_not_found');
+  return contact;
+}
+
+function filterOf(args: { q?: string | null; channels?: readonly string[] | null }): ContactFilter {
+  return { q: args.q, channels: args.channels?.map(channelName).filter(Boolean) };
+}
+
+/** Contacts by name A–Z, then id: a keyset walk, stable while contacts come and go. */
+export async function listContacts(
+  ctx: Context,
+  args: { q?: string | null; first?: number | null; after?: string | null },
+): Promise<Connection<Contact>> {
+  const size = pageSize(args.first, ctx.config);
+  let after = null;
+  if (args.after) {
+    const [sortName, id] = decodeCursor('contacts', args.after, 2);
+    if (typeof sortName !== 'string' || typeof id !== 'string') throw refuse('cursor_malformed');
+    after = { sortName, id };
+  }
+  const rows = await selectContactsByName(
+    ctx.database.db,
+    workspaceOf(ctx),
+    filterOf(args),
+    after,
+    size + 1,
+  );
+  return toConnection(rows, size, (row) => encodeCursor('contacts', [row.sortName, row.id]));
+}
+
+/**
+ * An offset page and the number of all matches. Unfiltered, the total is the stored
+ * per-workspace count; filtered, the count is its own statement run beside the page.
+ */
+export async function contactPage(
+  ctx: Context,
+  args: {
+    q?: string | null;
+    channels?: readonly string[] | null;
+    orderBy?: ContactOrder | null;
+    order?: SortOrder | null;
+    limit?: number | null;
+    offset?: number | null;
+  },
+): Promise<ContactPage> {
+  const limit = pageSize(args.limit, ctx.config, 'limit');
+  const offset = args.offset ?? 0;
+  if (offset < 0) throw refuse('offset_negative');
+  const db = ctx.database.db;
+  const workspaceId = workspaceOf(ctx);
+  const filter = filterOf(args);
+  const [items, total] = await Promise.all([
+    selectContactPage(db, workspaceId, filter, {
+      orderBy: args.orderBy ?? 'NAME',
+      order: args.order ?? 'ASC',
+      limit,
+      offset,
+    }),
+    isFiltered(filter)
+      ? countMatchingContacts(db, workspaceId, filter)
+      : storedContactCount(db, workspaceId),
+  ]);
+  return { items, total, limit };
+}

@@ -1,0 +1,149 @@
+import { ContactObject } from '../contacts/graph.js';
+import { builder } from '../graph/builder.js';
+import { connectionOf } from '../graph/connection.js';
+import { pageSize } from '../graph/paging.js';
+import { loadContact, loadOpenTasksOfContact } from './loaders.js';
+import {
+  createTask,
+  getTask,
+  listTasks,
+  updateTask,
+  TASK_PRIORITIES,
+  TASK_STATUSES,
+  type CreateTaskResult,
+} from './service.js';
+import type { Task } from './tables.js';
+
+export const TaskObject = builder.objectRef<Task>('Task');
+
+TaskObject.implement({
+  description: 'Work owned by one account, optionally about a contact (SPEC 2.4).',
+  fields: (t) => ({
+    id: t.expose('id', { type: 'UUID' }),
+    title: t.exposeString('title'),
+    dueOn: t.expose('dueOn', { type: 'Date', nullable: true }),
+    status: t.exposeString('status', { description: `One of ${TASK_STATUSES.join(', ')}.` }),
+    priority: t.exposeString('priority', {
+      description: `One of ${TASK_PRIORITIES.join(', ')}.`,
+    }),
+    contactId: t.expose('contactId', { type: 'UUID', nullable: true }),
+    contact: t.field({
+      type: ContactObject,
+      nullable: true,
+      resolve: (task, _args, ctx) => (task.contactId ? loadContact(ctx, task.contactId) : null),
+    }),
+    assigneeId: t.expose('assigneeId', { type: 'UUID', description: 'The owner of the task.' }),
+    originSource: t.exposeString('originSource', {
+      nullable: true,
+      description: '`token:<name>` when an API token created the task.',
+    }),
+    originEventId: t.exposeString('originEventId', { nullable: true }),
+    createdAt: t.expose('createdAt', { type: 'DateTime' }),
+    updatedAt: t.expose('updatedAt', { type: 'DateTime' }),
+    completedAt: t.expose('completedAt', {
+      type: 'DateTime',
+      nullable: true,
+      description: 'When the task last moved to done; null unless it is done.',
+    }),
+  }),
+});
+
+const TaskConnection = connectionOf('Task', TaskObject);
+
+const CreateTaskPayload = builder.objectRef<CreateTaskResult>('CreateTaskPayload').implement({
+  fields: (t) => ({
+    replay: t.exposeBoolean('replay', {
+      description: 'True when the origin event was seen before and no task was created.',
+    }),
+    task: t.field({ type: TaskObject, resolve: (result) => result.task }),
+  }),
+});
+
+const CreateTaskInput = builder.inputType('CreateTaskInput', {
+  fields: (t) => ({
+    title: t.string(),
+    dueOn: t.field({ type: 'Date', required: false }),
+    priority: t.string({ required: false, description: 'Default `normal`.' }),
+    status: t.string({ required: false, description: 'Default `open`.' }),
+    contactId: t.field({ type: 'UUID', required: false }),
+    assigneeId: t.field({
+      type: 'UUID',
+      required: false,
+      description: 'Default: the caller.',
+    }),
+    originSource: t.string({
+      required: false,
+      description: 'Ignored for an API token, whose work records `token:<name>`.',
+    }),
+    originEventId: t.string({
+      required: false,
+      description: 'Makes the create repeatable: the same origin answers the stored task.',
+    }),
+  }),
+});
+
+const UpdateTaskInput = builder.inputType('UpdateTaskInput', {
+  description: 'Fields left out stay as they are; null clears dueOn and contactId.',
+  fields: (t) => ({
+    title: t.string({ required: false }),
+    dueOn: t.field({ type: 'Date', required: false }),
+    priority: t.string({ required: false }),
+    status: t.string({ required: false }),
+    contactId: t.field({ type: 'UUID', required: false }),
+    assigneeId: t.field({ type: 'UUID', required: false }),
+  }),
+});
+
+builder.queryFields((t) => ({
+  task: t.field({
+    type: TaskObject,
+    description: 'A task of the workspace, whoever it is assigned to.',
+    authScopes: { access: { scope: 'tasks:read' } },
+    args: { id: t.arg({ type: 'UUID', required: true }) },
+    resolve: (_root, args, ctx) => getTask(ctx, args.id),
+  }),
+  tasks: t.field({
+    type: TaskConnection,
+    description:
+      "The caller's own tasks by due day (undated last), then id. Exactly one of date, " +
+      'dueBefore (strictly before) or contactId; status defaults to open, `all` lists every one.',
+    authScopes: { access: { scope: 'tasks:read' } },
+    args: {
+      date: t.arg({ type: 'Date', required: false }),
+      dueBefore: t.arg({ type: 'Date', required: false }),
+      contactId: t.arg({ type: 'UUID', required: false }),
+      status: t.arg.string({ required: false }),
+      first: t.arg.int({ required: false }),
+      after: t.arg.string({ required: false }),
+    },
+    resolve: (_root, args, ctx) => listTasks(ctx, args),
+  }),
+}));
+
+builder.mutationFields((t) => ({
+  createTask: t.field({
+    type: CreateTaskPayload,
+    authScopes: { access: { scope: 'tasks:write' } },
+    args: { input: t.arg({ type: CreateTaskInput, required: true }) },
+    resolve: (_root, args, ctx) => createTask(ctx, args.input),
+  }),
+  updateTask: t.field({
+    type: TaskObject,
+    authScopes: { access: { scope: 'tasks:write' } },
+    args: {
+      id: t.arg({ type: 'UUID', required: true }),
+      input: t.arg({ type: UpdateTaskInput, required: true }),
+    },
+    resolve: (_root, args, ctx) => updateTask(ctx, args.id, args.input),
+  }),
+}));
+
+builder.objectField(ContactObject, 'tasks', (t) =>
+  t.field({
+    type: [TaskObject],
+    description: "The contact's open tasks across every user; each names its owner in assigneeId.",
+    args: { first: t.arg.int({ required: false }) },
+    resolve: (contact, args, ctx) =>
+      loadOpenTasksOfContact(ctx, contact.id, pageSize(args.first, ctx.config)),
+  }),
+);

@@ -1,0 +1,415 @@
+// Tasks (SPEC 2.4, 2.5, 4.2, 8.1): `task`, the `tasks` connection with its one filter,
+// status and paging, `Contact.tasks` across users, and what the complexity limit refuses.
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { randomUUID } from 'node:crypto';
+import type { Db } from '../../src/db/client.js';
+import { buildSchema } from '../../src/graph/schema.js';
+import type { User } from '../../src/users/tables.js';
+import { bearer, createUser, createWorkspace, tokenFor } from '../support/factories.js';
+import { startTestService, type TestService } from '../support/service.js';
+import {
+  CREATE_TASK,
+  expectRefusal,
+  insertContact,
+  TASK,
+  TASKS,
+  UPDATE_TASK,
+} from '../support/tasks.js';
+
+let svc: TestService;
+let db: Db;
+
+beforeAll(async () => {
+  svc = await startTestService();
+  db = svc.db.database.db;
+});
+
+afterAll(() => svc.stop());
+
+interface Caller {
+  user: User;
+  headers: Record<string, string>;
+}
+
+interface Node {
+  id: string;
+  title: string;
+  dueOn: string | null;
+  status: string;
+  assigneeId: string;
+}
+
+interface Page {
+  edges: { cursor: string; node: Node }[];
+  pageInfo: { hasNextPage: boolean; endCursor: string | null };
+}
+
+async function member(scopes: string[] | null = null, workspace = svc.workspace): Promise<Caller> {
+  const user = await createUser(db, workspace);
+  return { user, headers: bearer(await tokenFor(db, user, { scopes })) };
+}
+
+async function createTask(caller: Caller, input: Record<string, unknown>): Promise<Node> {
+  const { body } = await svc.graph(CREATE_TASK, { input }, caller.headers);
+  expect(body.errors).toBeUndefined();
+  return (body.data?.createTask as { task: Node }).task;
+}
+
+async function list(caller: Caller, variables: Record<string, unknown>): Promise<Page> {
+  const { body } = await svc.graph(TASKS, variables, caller.headers);
+  expect(body.errors).toBeUndefined();
+  return body.data?.tasks as Page;
+}
+
+/** Every page of a list, walked by `endCursor`. */
+async function walk(caller: Caller, variables: Record<string, unknown>): Promise<Node[][]> {
+  const pages: Node[][] = [];
+  let after: string | null = null;
+  for (;;) {
+    const page = await list(caller, { ...variables, after });
+    pages.push(page.edges.map((e) => e.node));
+    if (!page.pageInfo.hasNextPage) return pages;
+    after = page.pageInfo.endCursor;
+  }
+}
+
+describe('task', () => {
+  test('answers a task of the workspace, also one assigned to a colleague', async () => {
+    const owner = await member();
+    const colleague = await member();
+    const task = await createTask(owner, { title: 'Readable' });
+    for (const caller of [owner, colleague]) {
+      const { body } = await svc.graph(TASK, { id: task.id }, caller.headers);
+      expect(body.data?.task).toEqual(expect.objectContaining({ id: task.id, title: 'Readable' }));
+    }
+  });
+
+  test('an unknown or other-workspace id is task_not_found', async () => {
+    const caller = await member();
+    const stranger = await member(null, await createWorkspace(db));
+    const foreign = await createTask(stranger, { title: 'Theirs' });
+    for (const id of [randomUUID(), foreign.id]) {
+      const { body } = await svc.graph(TASK, { id }, caller.headers);
+      expectRefusal(body, {
+        code: 'NOT_FOUND',
+        reason: 'task_not_found',
+        message: 'task not found',
+      });
+    }
+  });
+
+  test('loads its contact', async () => {
+    const caller = await member();
+    const contact = await insertContact(db, svc.workspace, 'Grace Hopper');
+    const task = await createTask(caller, { title: 'About Grace', contactId: contact.id });
+    const { body } = await svc.graph(
+      'query ($id: UUID!) { task(id: $id) { contact { id name } } }',
+      { id: task.id },
+      caller.headers,
+    );
+    expect(body.data?.task).toEqual({ contact: { id: contact.id, name: 'Grace Hopper' } });
+  });
+});
+
+describe('tasks filters', () => {
+  const choice = {
+    code: 'VALIDATION',
+    reason: 'task_filter_choice_required',
+    message: 'tasks take exactly one of date, dueBefore or contactId',
+  };
+
+  test.each([
+    ['no filter', {}],
+    ['date and dueBefore', { date: '2025-01-01', dueBefore: '2025-02-01' }],
+    ['date and contactId', { date: '2025-01-01', contactId: randomUUID() }],
+    ['all three', { date: '2025-01-01', dueBefore: '2025-02-01', contactId: randomUUID() }],
+  ])('%s is refused with task_filter_choice_required', async (_name, variables) => {
+    const caller = await member();
+    const { body } = await svc.graph(TASKS, variables, caller.headers);
+    expectRefusal(body, choice);
+  });
+
+  test('date lists the tasks due that day, dueBefore those due strictly before', async () => {
+    const caller = await member();
+    const early = await createTask(caller, { title: 'Early', dueOn: '2025-06-01' });
+    const onDay = await createTask(caller, { title: 'On day', dueOn: '2025-06-10' });
+    await createTask(caller, { title: 'Later', dueOn: '2025-06-20' });
+    await createTask(caller, { title: 'Undated' });
+    const day = await list(caller, { date: '2025-06-10' });
+    expect(day.edges.map((e) => e.node.id)).toEqual([onDay.id]);
+    const before = await list(caller, { dueBefore: '2025-06-10' });
+    expect(before.edges.map((e) => e.node.id)).toEqual([early.id]);
+  });
+
+  test('contactId lists the caller’s tasks of that contact, undated last', async () => {
+    const caller = await member();
+    const contact = await insertContact(db, svc.workspace);
+    const undated = await createTask(caller, { title: 'Undated', contactId: contact.id });
+    const dated = await createTask(caller, {
+      title: 'Dated',
+      dueOn: '2025-01-01',
+      contactId: contact.id,
+    });
+    await createTask(caller, { title: 'Other contact', dueOn: '2025-01-01' });
+    const page = await list(caller, { contactId: contact.id });
+    expect(page.edges.map((e) => e.node.id)).toEqual([dated.id, undated.id]);
+  });
+
+  test('an unknown or other-workspace contact is contact_not_found', async () => {
+    const caller = await member();
+    const foreign = await insertContact(db, await createWorkspace(db));
+    for (const contactId of [randomUUID(), foreign.id]) {
+      const { body } = await svc.graph(TASKS, { contactId }, caller.headers);
+      expectRefusal(body, { code: 'NOT_FOUND', reason: 'contact_not_found' });
+    }
+  });
+
+  test('lists open tasks by default, one status when asked, and every one with all', async () => {
+    const caller = await member();
+    const day = '2025-07-01';
+    const open = await createTask(caller, { title: 'Open', dueOn: day });
+    const done = await createTask(caller, { title: 'Done', dueOn: day, status: 'done' });
+    const cancelled = await createTask(caller, { title: 'Off', dueOn: day, status: 'cancelled' });
+    const ids = async (status?: string) =>
+      (await list(caller, { date: day, status })).edges.map((e) => e.node.id).sort();
+    expect(await ids()).toEqual([open.id]);
+    expect(await ids('open')).toEqual([open.id]);
+    expect(await ids('done')).toEqual([done.id]);
+    expect(await ids('cancelled')).toEqual([cancelled.id]);
+    expect(await ids('all')).toEqual([open.id, done.id, cancelled.id].sort());
+  });
+
+  test('an unknown status is refused, naming the statuses and all', async () => {
+    const caller = await member();
+    const { body } = await svc.graph(TASKS, { date: '2025-01-01', status: 'late' }, caller.headers);
+    expectRefusal(body, {
+      code: 'VALIDATION',
+      reason: 'task_status_unknown',
+      meta: { allowed: ['open', 'done', 'cancelled', 'all'] },
+    });
+  });
+
+  test('a task is listed to its assignee only', async () => {
+    const owner = await member();
+    const colleague = await member();
+    const day = '2025-08-01';
+    const mine = await createTask(owner, { title: 'Mine', dueOn: day });
+    const handed = await createTask(owner, {
+      title: 'Handed over',
+      dueOn: day,
+      assigneeId: colleague.user.id,
+    });
+    expect((await list(owner, { date: day })).edges.map((e) => e.node.id)).toEqual([mine.id]);
+    expect((await list(colleague, { date: day })).edges.map((e) => e.node.id)).toEqual([handed.id]);
+  });
+
+  test('no task of another workspace is listed', async () => {
+    const caller = await member();
+    const stranger = await member(null, await createWorkspace(db));
+    await createTask(stranger, { title: 'Theirs', dueOn: '2025-09-09' });
+    expect((await list(caller, { date: '2025-09-09' })).edges).toEqual([]);
+  });
+});
+
+describe('tasks paging', () => {
+  test('walks every task once in due-day, id order and stays stable', async () => {
+    const caller = await member();
+    const contact = await insertContact(db, svc.workspace);
+    const days = ['2025-03-03', '2025-03-01', '2025-03-02', '2025-03-01', '2025-03-03'];
+    const made: Node[] = [];
+    for (const [i, dueOn] of days.entries()) {
+      made.push(await createTask(caller, { title: `T${i}`, dueOn, contactId: contact.id }));
+    }
+    for (let i = 0; i < 2; i++) {
+      made.push(await createTask(caller, { title: `U${i}`, contactId: contact.id }));
+    }
+    const expected = [...made]
+      .sort(
+        (a, b) => (a.dueOn ?? '9999').localeCompare(b.dueOn ?? '9999') || a.id.localeCompare(b.id),
+      )
+      .map((t) => t.id);
+    const pages = await walk(caller, { contactId: contact.id, first: 2 });
+    expect(pages.map((p) => p.length)).toEqual([2, 2, 2, 1]);
+    expect(pages.flat().map((t) => t.id)).toEqual(expected);
+    const again = await walk(caller, { contactId: contact.id, first: 2 });
+    expect(again).toEqual(pages);
+    const before = await walk(caller, { dueBefore: '2025-03-03', first: 1 });
+    expect(before.flat().map((t) => t.id)).toEqual(expected.slice(0, 3));
+  });
+
+  test('defaults to 50 rows and refuses first outside 1..200', async () => {
+    const caller = await member();
+    const page = await list(caller, { date: '2025-01-01' });
+    expect(page.pageInfo).toEqual({ hasNextPage: false, endCursor: null });
+    for (const first of [0, 201]) {
+      const { body } = await svc.graph(TASKS, { date: '2025-01-01', first }, caller.headers);
+      expectRefusal(body, {
+        code: 'VALIDATION',
+        reason: 'first_out_of_range',
+        meta: { min: 1, max: 200 },
+        message: 'graph: first must be between 1 and 200',
+      });
+    }
+  });
+
+  test('a cursor another field issued, or no cursor at all, is cursor_malformed', async () => {
+    const caller = await member();
+    const users = await svc.graph('{ users(first: 1) { pageInfo { endCursor } } }');
+    const foreign = (users.body.data?.users as Page).pageInfo.endCursor as string;
+    const forged = Buffer.from(JSON.stringify(['tasks', '', 'not-a-uuid'])).toString('base64url');
+    for (const after of [foreign, 'garbage', forged]) {
+      const { body } = await svc.graph(TASKS, { date: '2025-01-01', after }, caller.headers);
+      expectRefusal(body, { code: 'VALIDATION', reason: 'cursor_malformed' });
+    }
+  });
+});
+
+describe('Contact.tasks', () => {
+  const CONTACT_TASKS = `query ($id: UUID!, $first: Int) {
+    task(id: $id) { contact { tasks(first: $first) { id title assigneeId status } } }
+  }`;
+
+  test('lists the contact’s open tasks across every user with their owner', async () => {
+    const ann = await member();
+    const bob = await member();
+    const contact = await insertContact(db, svc.workspace);
+    const a = await createTask(ann, { title: 'Ann’s', contactId: contact.id, dueOn: '2025-01-02' });
+    const b = await createTask(bob, { title: 'Bob’s', contactId: contact.id, dueOn: '2025-01-01' });
+    const closed = await createTask(bob, { title: 'Closed', contactId: contact.id });
+    await svc.graph(UPDATE_TASK, { id: closed.id, input: { status: 'done' } }, bob.headers);
+    const { body } = await svc.graph(CONTACT_TASKS, { id: a.id }, ann.headers);
+    expect(body.errors).toBeUndefined();
+    const tasks = (body.data?.task as { contact: { tasks: Node[] } }).contact.tasks;
+    expect(tasks).toEqual([
+      { id: b.id, title: 'Bob’s', assigneeId: bob.user.id, status: 'open' },
+      { id: a.id, title: 'Ann’s', assigneeId: ann.user.id, status: 'open' },
+    ]);
+    const one = await svc.graph(CONTACT_TASKS, { id: a.id, first: 1 }, ann.headers);
+    const firstOnly = (one.body.data?.task as { contact: { tasks: Node[] } }).contact.tasks;
+    expect(firstOnly.map((t) => t.id)).toEqual([b.id]);
+  });
+
+  test('batches every contact of a page into one read, each keeping its own tasks', async () => {
+    const caller = await member();
+    const day = '2025-10-10';
+    const contacts = await Promise.all(
+      [1, 2, 3].map((i) => insertContact(db, svc.workspace, `C${i}`)),
+    );
+    for (const contact of contacts) {
+      await createTask(caller, { title: contact.name, dueOn: day, contactId: contact.id });
+    }
+    const { body } = await svc.graph(
+      `query ($day: Date) { tasks(date: $day, first: 10) { edges { node { title
+        contact { name tasks(first: 5) { title } } } } } }`,
+      { day },
+      caller.headers,
+    );
+    expect(body.errors).toBeUndefined();
+    const nodes = (body.data?.tasks as { edges: { node: unknown }[] }).edges.map((e) => e.node);
+    expect(nodes).toEqual(
+      expect.arrayContaining(
+        contacts.map((c) => ({
+          title: c.name,
+          contact: { name: c.name, tasks: [{ title: c.name }] },
+        })),
+      ),
+    );
+  });
+});
+
+describe('Contact.tasks from the contacts fields', () => {
+  const fields = buildSchema().getQueryType()?.getFields() ?? {};
+
+  (fields.contact ? test : test.skip)(
+    'a token scoped contacts:read reads contact { tasks } without tasks:read',
+    async () => {
+      const owner = await member();
+      const contact = await insertContact(db, svc.workspace);
+      const task = await createTask(owner, { title: 'Via contact', contactId: contact.id });
+      const reader = bearer(await tokenFor(db, owner.user, { scopes: ['contacts:read'] }));
+      const { body } = await svc.graph(
+        'query ($id: UUID!) { contact(id: $id) { tasks { id assigneeId } } }',
+        { id: contact.id },
+        reader,
+      );
+      expect(body.errors).toBeUndefined();
+      expect(body.data?.contact).toEqual({ tasks: [{ id: task.id, assigneeId: owner.user.id }] });
+    },
+  );
+
+  (fields.contacts ? test : test.skip)(
+    'a page of contacts lists each contact’s own open tasks',
+    async () => {
+      const caller = await member();
+      const name = `Paged ${randomUUID()}`;
+      const contacts = await Promise.all(
+        [1, 2].map((i) => insertContact(db, svc.workspace, `${name} ${i}`)),
+      );
+      for (const contact of contacts) {
+        await createTask(caller, { title: contact.name, contactId: contact.id });
+      }
+      const { body } = await svc.graph(
+        'query ($q: String) { contacts(q: $q, first: 10) { edges { node { name tasks(first: 5) { title } } } } }',
+        { q: name },
+      );
+      expect(body.errors).toBeUndefined();
+      const nodes = (body.data?.contacts as { edges: { node: unknown }[] }).edges.map(
+        (e) => e.node,
+      );
+      expect(nodes).toEqual(contacts.map((c) => ({ name: c.name, tasks: [{ title: c.name }] })));
+    },
+  );
+});
+
+describe('complexity', () => {
+  const refused = (body: {
+    errors?: { extensions: Record<string, unknown>; message: string }[];
+  }) => {
+    expect(body.errors?.[0]?.extensions).toEqual(
+      expect.objectContaining({ code: 'COMPLEXITY_LIMIT_EXCEEDED' }),
+    );
+    expect(body.errors?.[0]?.message).toMatch(
+      /^operation has complexity \d+, which exceeds the limit of 2500$/,
+    );
+  };
+
+  const hasContacts = buildSchema().getQueryType()?.getFields().contacts !== undefined;
+
+  (hasContacts ? test : test.skip)(
+    '200 contacts with 200 nested tasks each are refused with the 8.1 message',
+    async () => {
+      const { status, body } = await svc.graph(
+        '{ contacts(first: 200) { edges { node { tasks(first: 200) { id } } } } }',
+      );
+      expect(status).toBe(429);
+      refused(body);
+    },
+  );
+
+  test('200 tasks each reaching 200 of their contact’s tasks are refused', async () => {
+    const { status, body } = await svc.graph(
+      `{ tasks(date: "2025-01-01", first: 200) { edges { node {
+        contact { tasks(first: 200) { id } } } } } }`,
+    );
+    expect(status).toBe(429);
+    refused(body);
+  });
+});
+
+describe('read scope', () => {
+  test('a token scoped tasks:read lists and reads; one scoped contacts:read cannot', async () => {
+    const owner = await member();
+    const task = await createTask(owner, { title: 'Scoped', dueOn: '2025-11-11' });
+    const reader = bearer(await tokenFor(db, owner.user, { scopes: ['tasks:read'] }));
+    const other = bearer(await tokenFor(db, owner.user, { scopes: ['contacts:read'] }));
+    const listed = await svc.graph(TASKS, { date: '2025-11-11' }, reader);
+    expect((listed.body.data?.tasks as Page).edges.map((e) => e.node.id)).toEqual([task.id]);
+    const missing = {
+      code: 'UNAUTHORIZED',
+      reason: 'scope_missing',
+      meta: { scope: 'tasks:read' },
+    };
+    expectRefusal((await svc.graph(TASKS, { date: '2025-11-11' }, other)).body, missing);
+    expectRefusal((await svc.graph(TASK, { id: task.id }, other)).body, missing);
+  });
+});
