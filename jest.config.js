@@ -4,10 +4,10 @@ export default {
   roots: ['<rootDir>/tests'],
   testMatch: ['**/*.test.ts'],
   extensionsToTreatAsEsm: ['.ts'],
-  // ts-jest transpiles each file on its own (isolatedModules); `npm run typecheck` checks
+  // ts-jest transpiles each file on its own (tsconfig isolatedModules); `npm run typecheck` checks
   // types. It has no native binding, so the lockfile installs with `npm ci` anywhere.
   transform: {
-    '^.+\\.ts$': ['ts-jest', { useESM: true, isolatedModules: true }],
+    '^.+\\.ts$': ['ts-jest', { useESM: true }],
   },
   // Sources import siblings as `./x.js` (NodeNext); jest resolves the `.ts` file.
   moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
