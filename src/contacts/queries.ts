@@ -1,4 +1,4 @@
-import { and, asc, desc, eq, gt, inArray, or, sql, type SQL } from 'drizzle-orm';
+import { and, asc, desc, eq, inArray, or, sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
 import type { NormalisedIdentity } from './channels.js';
 import {
@@ -28,26 +28,29 @@ function containing(fragment: string): string {
 }
 
 /**
- * The filter as one condition. Each branch is shaped for its trigram index:
- * `lower(name) like`, `lower(display_name) like`, `identifier_digits like`.
+ * The ids `q` matches, as a union so each branch uses its own trigram index
+ * (`lower(name)`, `lower(display_name)`, `identifier_digits`); an OR across the two
+ * tables would read every contact.
  */
+function matchingIds(workspaceId: string, q: string): SQL {
+  const pattern = containing(q.toLowerCase());
+  const digits = q.replace(/\D/g, '');
+  const identityMatch = [sql`lower(${contactIdentities.displayName}) like ${pattern}`];
+  if (digits.length >= 3) {
+    identityMatch.push(sql`${contactIdentities.identifierDigits} like ${containing(digits)}`);
+  }
+  return sql`select ${contacts.id} from ${contacts}
+    where ${contacts.workspaceId} = ${workspaceId} and ${lowerName} like ${pattern}
+    union
+    select ${contactIdentities.contactId} from ${contactIdentities}
+    where ${contactIdentities.workspaceId} = ${workspaceId} and (${or(...identityMatch)})`;
+}
+
+/** The filter as one condition on `contacts`. */
 function filterCondition(workspaceId: string, filter: ContactFilter): SQL | undefined {
   const conditions: SQL[] = [];
   const q = filter.q?.trim();
-  if (q) {
-    const pattern = containing(q.toLowerCase());
-    const digits = q.replace(/\D/g, '');
-    const identityMatch = [sql`lower(${contactIdentities.displayName}) like ${pattern}`];
-    if (digits.length >= 3) {
-      identityMatch.push(sql`${contactIdentities.identifierDigits} like ${containing(digits)}`);
-    }
-    conditions.push(
-      or(
-        sql`${lowerName} like ${pattern}`,
-        inArray(contacts.id, identityContacts(workspaceId, or(...identityMatch) as SQL)),
-      ) as SQL,
-    );
-  }
+  if (q) conditions.push(sql`${contacts.id} in (${matchingIds(workspaceId, q)})`);
   if (filter.channels && filter.channels.length > 0) {
     conditions.push(
       inArray(
@@ -82,11 +85,10 @@ export function selectContactsByName(
   after: { sortName: string; id: string } | null,
   limit: number,
 ): Promise<SortedContact[]> {
+  // A row comparison is one range on contacts_name_idx; the same test spelled with OR
+  // reads every row before the position.
   const position = after
-    ? or(
-        gt(lowerName, after.sortName),
-        and(eq(lowerName, after.sortName), gt(contacts.id, after.id)),
-      )
+    ? sql`(${lowerName}, ${contacts.id}) > (${after.sortName}, ${after.id})`
     : undefined;
   return db
     .select({ ...contactColumns, sortName: lowerName })

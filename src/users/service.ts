@@ -1,4 +1,4 @@
-import { and, asc, eq, gt, or, sql } from 'drizzle-orm';
+import { and, asc, eq, sql } from 'drizzle-orm';
 import { hashPassword } from '../auth/passwords.js';
 import type { Context } from '../context.js';
 import type { Db } from '../db/client.js';
@@ -54,7 +54,7 @@ export async function listUsers(
   let after;
   if (args.after) {
     const [name, id] = decodeCursor('users', args.after, 2) as [string, string];
-    after = or(gt(lowerName, name), and(eq(lowerName, name), gt(users.id, id)));
+    after = sql`(${lowerName}, ${users.id}) > (${name}, ${id})`;
   }
   const rows = await ctx.database.db
     .select()
