@@ -50,7 +50,9 @@ function matchingIds(workspaceId: string, q: string): SQL {
 function filterCondition(workspaceId: string, filter: ContactFilter): SQL | undefined {
   const conditions: SQL[] = [];
   const q = filter.q?.trim();
-  if (q) conditions.push(sql`${contacts.id} in (${matchingIds(workspaceId, q)})`);
+  // `= any(array(…))` makes the outer read primary-key lookups of just the matches; an
+  // `in (subquery)` is planned as a hash join over every contact of the workspace.
+  if (q) conditions.push(sql`${contacts.id} = any(array(${matchingIds(workspaceId, q)}))`);
   if (filter.channels && filter.channels.length > 0) {
     conditions.push(
       inArray(
