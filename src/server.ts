@@ -13,6 +13,8 @@ import {
 } from './db/migrate.js';
 import { buildSchema } from './graph/schema.js';
 import { createApp, type App } from './http/app.js';
+import { setEventCatalogue } from './webhooks/service.js';
+import { startWebhookWorker } from './webhooks/worker.js';
 import type { Logger } from './log.js';
 import {
   loadPlugins,
@@ -70,6 +72,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     const migrationSets = await migrateAll(database, plugins, log);
     const schema = buildSchema();
     const access = buildCatalogue(plugins);
+    setEventCatalogue(plugins);
     events = await startEventBus(database, log);
     return await listen({ config, log, database, plugins, migrationSets, schema, access, events });
   } catch (error) {
@@ -110,6 +113,7 @@ async function listen(deps: {
 
   await startPlugins(plugins, { config, database, log });
   const stopHousekeeping = startHousekeeping(config, database, log);
+  const webhookWorker = startWebhookWorker({ database, config, log });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     // An empty host (SVC_ADDR=:8080) binds every interface.
@@ -136,6 +140,7 @@ async function listen(deps: {
     }
     server.closeAllConnections();
     stopHousekeeping();
+    await webhookWorker.stop();
     await stopPlugins(plugins, config.http.shutdownStopGraceMs, log);
     await events.close();
     await database.close();

@@ -16,6 +16,12 @@ const main = defineCommand({
     'account:records': () => import('./commands/account-records.js').then((m) => m.default),
     'token:create': () => import('./commands/token-create.js').then((m) => m.default),
     'token:list': () => import('./commands/token-list.js').then((m) => m.default),
+    'workspace:create': () => import('./commands/workspace-create.js').then((m) => m.default),
+    'workspace:list': () => import('./commands/workspace-list.js').then((m) => m.default),
+    'workspace:deactivate': () =>
+      import('./commands/workspace-deactivate.js').then((m) => m.default),
+    'workspace:reactivate': () =>
+      import('./commands/workspace-reactivate.js').then((m) => m.default),
   },
 });
 

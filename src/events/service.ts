@@ -54,6 +54,13 @@ export async function recordEvent(db: Db, event: NewEvent): Promise<string> {
     subjectId: event.subjectId ?? null,
     at: (row?.at ?? new Date()).toISOString(),
   };
+  // Outbox: one delivery per live subscription listing the name, in the same transaction.
+  await db.execute(sql`
+    insert into webhook_deliveries (workspace_id, webhook_id, event_id)
+    select workspace_id, id, ${id}::uuid from webhooks
+    where workspace_id = ${event.workspaceId}::uuid and deleted_at is null
+      and ${event.name} = any(events)
+    on conflict do nothing`);
   await db.execute(sql`select pg_notify(${EVENTS_CHANNEL}, ${JSON.stringify(notice)})`);
   return id;
 }

@@ -11,6 +11,7 @@ import '../users/admin-graph.js';
 import '../auth/tokens-graph.js';
 import '../locale/graph.js';
 import '../events/graph.js';
+import '../webhooks/graph.js';
 
 let built: GraphQLSchema | undefined;
 

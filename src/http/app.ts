@@ -9,6 +9,7 @@ import { pendingMigrationSets, type MigrationSet } from '../db/migrate.js';
 import { createGraphServer, GRAPH_PATH, type GraphServer } from '../graph/server.js';
 import type { Logger } from '../log.js';
 import type { LoadedPlugin } from '../plugin-host/host.js';
+import { createMcpRoute, MCP_PATH } from '../mcp/route.js';
 import { createCancellation } from './cancellation.js';
 import type { AccessCatalogue } from '../auth/access.js';
 import { createGraphRoute } from './graph-route.js';
@@ -47,6 +48,7 @@ export function createApp(deps: AppDeps): App {
   const graph = createGraphServer(deps.schema, config, log);
   const cancellation = createCancellation(deps.shutdownSignal);
   const serveGraph = createGraphRoute({ ...deps, graph, cancellation });
+  const serveMcp = createMcpRoute({ ...deps, graph, cancellation });
   const pluginRouter = createPluginRouter({
     ...deps,
     cancellation,
@@ -88,6 +90,7 @@ export function createApp(deps: AppDeps): App {
       config.server.trustedProxies,
     );
     if (path === GRAPH_PATH) return serveGraph(req, res, url, client);
+    if (path === MCP_PATH) return serveMcp(req, res, client);
     if (path === '/api/healthz') return sendJson(res, 200, { status: 'ok' });
     if (path === '/api/readyz') return ready(res);
     if (path.startsWith(PLUGIN_ROUTE_PREFIX)) return pluginRouter(req, res, url);

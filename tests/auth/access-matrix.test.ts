@@ -54,6 +54,9 @@ const expectedRules: Record<string, Expected> = {
   'Query.tasks': { scope: 'tasks:read' },
   'Mutation.createTask': { scope: 'tasks:write' },
   'Mutation.updateTask': { scope: 'tasks:write' },
+  'Query.webhooks': { scope: 'webhooks:read' },
+  'Mutation.createWebhook': { scope: 'webhooks:write', capability: 'manage_webhooks' },
+  'Mutation.deleteWebhook': { scope: 'webhooks:write' },
   // Streams are proven over Server-Sent Events in tests/events.
   'Subscription.coreEvent': 'signed-in',
 };

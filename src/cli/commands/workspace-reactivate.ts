@@ -1,0 +1,3 @@
+import { workspaceStatusCommand } from './workspace-deactivate.js';
+
+export default workspaceStatusCommand('reactivate');

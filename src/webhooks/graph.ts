@@ -1,0 +1,86 @@
+import { builder } from '../graph/builder.js';
+import { connectionOf } from '../graph/connection.js';
+import { pageSize } from '../graph/paging.js';
+import {
+  createWebhook,
+  deleteWebhook,
+  listWebhooks,
+  recentDeliveries,
+  type CreatedWebhook,
+} from './service.js';
+import type { Webhook, WebhookDelivery } from './tables.js';
+
+const WebhookDeliveryObject = builder.objectRef<WebhookDelivery>('WebhookDelivery').implement({
+  description: 'One event sent to one webhook (SPEC 3, Webhook delivery).',
+  fields: (t) => ({
+    id: t.expose('id', { type: 'UUID' }),
+    eventId: t.expose('eventId', { type: 'UUID', description: 'The envelope `id`.' }),
+    status: t.exposeString('status', { description: 'pending, delivered or failed.' }),
+    attempts: t.exposeInt('attempts'),
+    lastStatus: t.exposeInt('lastStatus', { nullable: true }),
+    lastError: t.exposeString('lastError', { nullable: true }),
+    nextAttemptAt: t.expose('nextAttemptAt', { type: 'DateTime' }),
+    createdAt: t.expose('createdAt', { type: 'DateTime' }),
+    deliveredAt: t.expose('deliveredAt', { type: 'DateTime', nullable: true }),
+  }),
+});
+
+export const WebhookObject = builder.objectRef<Webhook>('Webhook').implement({
+  description: 'An outbound webhook subscription (SPEC 2.8). Its secret is shown only at creation.',
+  fields: (t) => ({
+    id: t.expose('id', { type: 'UUID' }),
+    url: t.exposeString('url'),
+    events: t.exposeStringList('events'),
+    createdAt: t.expose('createdAt', { type: 'DateTime' }),
+    deliveries: t.field({
+      type: [WebhookDeliveryObject],
+      description: 'Latest deliveries first; `status` keeps one state (e.g. failed).',
+      args: { first: t.arg.int({ required: false }), status: t.arg.string({ required: false }) },
+      resolve: (webhook, args, ctx) =>
+        recentDeliveries(ctx, webhook, pageSize(args.first, ctx.config), args.status ?? null),
+    }),
+  }),
+});
+
+const WebhookConnection = connectionOf('Webhook', WebhookObject);
+
+const CreateWebhookPayload = builder.objectRef<CreatedWebhook>('CreateWebhookPayload').implement({
+  fields: (t) => ({
+    webhook: t.field({ type: WebhookObject, resolve: (r) => r.webhook }),
+    secret: t.exposeString('secret', {
+      description: 'Keys the X-Webhook-Signature HMAC of every delivery. Shown once: store it now.',
+    }),
+  }),
+});
+
+builder.queryFields((t) => ({
+  webhooks: t.field({
+    type: WebhookConnection,
+    description:
+      'Live webhooks of the workspace (holders of manage_webhooks), or those the caller created.',
+    authScopes: { access: { scope: 'webhooks:read' } },
+    args: {
+      first: t.arg.int({ required: false }),
+      after: t.arg.string({ required: false }),
+    },
+    resolve: (_root, args, ctx) => listWebhooks(ctx, args),
+  }),
+}));
+
+builder.mutationFields((t) => ({
+  createWebhook: t.field({
+    type: CreateWebhookPayload,
+    authScopes: { access: { scope: 'webhooks:write', capability: 'manage_webhooks' } },
+    args: {
+      url: t.arg.string({ required: true }),
+      events: t.arg.stringList({ required: true }),
+    },
+    resolve: (_root, args, ctx) => createWebhook(ctx, args),
+  }),
+  deleteWebhook: t.field({
+    type: 'Boolean',
+    authScopes: { access: { scope: 'webhooks:write' } },
+    args: { id: t.arg({ type: 'UUID', required: true }) },
+    resolve: (_root, args, ctx) => deleteWebhook(ctx, args.id),
+  }),
+}));

@@ -1,0 +1,162 @@
+import { randomBytes } from 'node:crypto';
+import { and, asc, desc, eq, isNull, sql, type SQL } from 'drizzle-orm';
+import type { Context } from '../context.js';
+import { refuse } from '../errors.js';
+import { toConnection, type Connection } from '../graph/connection.js';
+import { decodeCursor, encodeCursor } from '../graph/cursor.js';
+import { pageSize } from '../graph/paging.js';
+import type { LoadedPlugin } from '../plugin-host/host.js';
+import { parseWebhookUrl, registrationVerdict, hostOf } from './address.js';
+import { webhookDeliveries, webhooks, type Webhook, type WebhookDelivery } from './tables.js';
+
+/** Core event names (docs/events.md) and the chat plugin's (SPEC 6). */
+export const CORE_EVENT_NAMES = [
+  'contact.created',
+  'contact.renamed',
+  'contact.identity_added',
+  'contact.identity_removed',
+  'task.created',
+  'task.updated',
+  'task.completed',
+  'chat.message.received',
+] as const;
+
+/**
+ * The deployment's event catalogue: the core's names plus every loaded plugin's declared
+ * `events`. Filled by startService (one catalogue per process, like the schema).
+ */
+let catalogue: ReadonlySet<string> = new Set(CORE_EVENT_NAMES);
+
+export function setEventCatalogue(plugins: readonly LoadedPlugin[]): void {
+  const names = new Set<string>(CORE_EVENT_NAMES);
+  for (const { definition } of plugins)
+    for (const name of definition?.events ?? []) names.add(name);
+  catalogue = names;
+}
+
+export function eventCatalogue(): ReadonlySet<string> {
+  return catalogue;
+}
+
+export interface CreatedWebhook {
+  webhook: Webhook;
+  /** Shown once. */
+  secret: string;
+}
+
+function actorOf(ctx: Context) {
+  if (!ctx.actor) throw refuse('authentication_required');
+  return ctx.actor;
+}
+
+/** Without manage_webhooks an account reaches only the webhooks it created. */
+function reach(ctx: Context): SQL | undefined {
+  const actor = actorOf(ctx);
+  return actor.capabilities.has('manage_webhooks')
+    ? undefined
+    : eq(webhooks.createdBy, actor.userId);
+}
+
+export async function createWebhook(
+  ctx: Context,
+  input: { url: string; events: readonly string[] },
+): Promise<CreatedWebhook> {
+  const actor = actorOf(ctx);
+  const url = parseWebhookUrl(input.url);
+  if (!url) throw refuse('webhook_url_invalid');
+  if (registrationVerdict(url, ctx.config.webhooks) !== null) {
+    throw refuse('webhook_url_internal', { host: hostOf(url) });
+  }
+  const events = [...new Set(input.events.map((name) => name.trim()))].filter((n) => n !== '');
+  if (events.length === 0) throw refuse('webhook_events_required');
+  const unknown = events.find((name) => !catalogue.has(name));
+  if (unknown !== undefined) throw refuse('event_unknown', { event: unknown });
+  const secret = `whsec_${randomBytes(24).toString('base64url')}`;
+  const [webhook] = await ctx.database.db
+    .insert(webhooks)
+    .values({
+      workspaceId: actor.workspaceId,
+      url: url.toString(),
+      events,
+      secret,
+      createdBy: actor.userId,
+    })
+    .returning();
+  return { webhook: webhook!, secret };
+}
+
+export async function listWebhooks(
+  ctx: Context,
+  args: { first?: number | null; after?: string | null },
+): Promise<Connection<Webhook>> {
+  const actor = actorOf(ctx);
+  const size = pageSize(args.first, ctx.config);
+  // Keyed by id alone: a timestamp cursor would lose PostgreSQL's microseconds.
+  const after = args.after ? String(decodeCursor('webhooks', args.after, 1)[0]) : null;
+  const rows = await ctx.database.db
+    .select()
+    .from(webhooks)
+    .where(
+      and(
+        eq(webhooks.workspaceId, actor.workspaceId),
+        isNull(webhooks.deletedAt),
+        reach(ctx),
+        after ? sql`${webhooks.id} > ${after}::uuid` : undefined,
+      ),
+    )
+    .orderBy(asc(webhooks.id))
+    .limit(size + 1);
+  return toConnection(rows, size, (row) => encodeCursor('webhooks', [row.id]));
+}
+
+export async function deleteWebhook(ctx: Context, id: string): Promise<boolean> {
+  const actor = actorOf(ctx);
+  return ctx.database.db.transaction(async (tx) => {
+    const deleted = await tx
+      .update(webhooks)
+      .set({ deletedAt: sql`now()` })
+      .where(
+        and(
+          eq(webhooks.workspaceId, actor.workspaceId),
+          eq(webhooks.id, id),
+          isNull(webhooks.deletedAt),
+          reach(ctx),
+        ),
+      )
+      .returning({ id: webhooks.id });
+    if (deleted.length === 0) throw refuse('webhook_not_found');
+    // Pending deliveries of a revoked subscription are never sent.
+    await tx
+      .update(webhookDeliveries)
+      .set({ status: 'failed', lastError: 'webhook deleted' })
+      .where(
+        and(
+          eq(webhookDeliveries.workspaceId, actor.workspaceId),
+          eq(webhookDeliveries.webhookId, id),
+          eq(webhookDeliveries.status, 'pending'),
+        ),
+      );
+    return true;
+  });
+}
+
+/** The latest deliveries of one webhook, newest first. */
+export function recentDeliveries(
+  ctx: Context,
+  webhook: Webhook,
+  first: number,
+  status: string | null,
+): Promise<WebhookDelivery[]> {
+  return ctx.database.db
+    .select()
+    .from(webhookDeliveries)
+    .where(
+      and(
+        eq(webhookDeliveries.workspaceId, webhook.workspaceId),
+        eq(webhookDeliveries.webhookId, webhook.id),
+        status ? eq(webhookDeliveries.status, status as WebhookDelivery['status']) : undefined,
+      ),
+    )
+    .orderBy(desc(webhookDeliveries.createdAt), desc(webhookDeliveries.id))
+    .limit(first);
+}

@@ -1,0 +1,78 @@
+import { sql } from 'drizzle-orm';
+import {
+  foreignKey,
+  index,
+  integer,
+  pgTable,
+  primaryKey,
+  text,
+  timestamp,
+  uniqueIndex,
+  uuid,
+} from 'drizzle-orm/pg-core';
+import { createdAt, workspaceOwned } from '../db/columns.js';
+
+/**
+ * Outbound webhook subscriptions (SPEC 2.8, 6). `secret` is stored as given, not hashed or
+ * sealed: every delivery signs its body with HMAC-SHA256 keyed by the raw secret, so the
+ * sender must be able to read it back (the receiver holds the same value). It is shown
+ * once, at creation, and never returned by the graph afterwards.
+ */
+export const webhooks = pgTable(
+  'webhooks',
+  {
+    ...workspaceOwned(),
+    url: text().notNull(),
+    /** Event names the subscription receives (docs/events.md). */
+    events: text().array().notNull(),
+    secret: text().notNull(),
+    /** The account that registered it (listing and deleting without manage_webhooks). */
+    createdBy: uuid(),
+    createdAt: createdAt(),
+    /** Set by deleteWebhook; deliveries stop being enqueued and pending ones are dropped. */
+    deletedAt: timestamp({ withTimezone: true }),
+  },
+  (t) => [
+    primaryKey({ columns: [t.workspaceId, t.id] }),
+    index('webhooks_workspace_live_idx')
+      .on(t.workspaceId)
+      .where(sql`${t.deletedAt} is null`),
+  ],
+);
+
+export const DELIVERY_STATUSES = ['pending', 'delivered', 'failed'] as const;
+export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
+
+/**
+ * One event to one subscription: a durable job, inserted in the event's own transaction
+ * (recordEvent) and claimed by the worker with FOR UPDATE SKIP LOCKED.
+ */
+export const webhookDeliveries = pgTable(
+  'webhook_deliveries',
+  {
+    ...workspaceOwned(),
+    webhookId: uuid().notNull(),
+    eventId: uuid().notNull(),
+    attempts: integer().notNull().default(0),
+    nextAttemptAt: timestamp({ withTimezone: true }).notNull().defaultNow(),
+    status: text().$type<DeliveryStatus>().notNull().default('pending'),
+    lastError: text(),
+    lastStatus: integer(),
+    createdAt: createdAt(),
+    /** The first attempt; retries stop 24 hours after it. */
+    firstAttemptAt: timestamp({ withTimezone: true }),
+    deliveredAt: timestamp({ withTimezone: true }),
+  },
+  (t) => [
+    primaryKey({ columns: [t.workspaceId, t.id] }),
+    uniqueIndex('webhook_deliveries_event_key').on(t.workspaceId, t.webhookId, t.eventId),
+    index('webhook_deliveries_due_idx').on(t.status, t.nextAttemptAt),
+    foreignKey({
+      columns: [t.workspaceId, t.webhookId],
+      foreignColumns: [webhooks.workspaceId, webhooks.id],
+    }),
+  ],
+);
+
+export type Webhook = typeof webhooks.$inferSelect;
+export type WebhookDelivery = typeof webhookDeliveries.$inferSelect;

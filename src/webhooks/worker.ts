@@ -1,0 +1,194 @@
+import type { Config } from '../config.js';
+import type { Database } from '../db/client.js';
+import type { Logger } from '../log.js';
+import {
+  DELIVERY_TIMEOUT_MS,
+  SIGNATURE_HEADER,
+  sendOnce,
+  signBody,
+  type SendOptions,
+} from './send.js';
+
+/** Retries stop this long after the first attempt; the delivery is then `failed`. */
+export const RETRY_WINDOW_MS = 24 * 60 * 60 * 1000;
+/** A claim pushes next_attempt_at this far ahead: longer than any one attempt can take. */
+const CLAIM_LEASE_MS = DELIVERY_TIMEOUT_MS + 20_000;
+
+/** The wait after the n-th failed attempt (1-based): min(1 h, 5 s * 2^(n-1)), +-20 %. */
+export function retryDelayMs(attempts: number, random: () => number = Math.random): number {
+  const base = Math.min(60 * 60 * 1000, 5000 * 2 ** Math.max(0, attempts - 1));
+  return Math.round(base * (0.8 + 0.4 * random()));
+}
+
+export interface WorkerOptions {
+  database: Database;
+  config: Config;
+  log: Logger;
+  /** Deliveries in flight at once in this process. @default 8 */
+  concurrency?: number;
+  /** @default 1000 */
+  pollMs?: number;
+  resolve?: SendOptions['resolve'];
+}
+
+export interface WebhookWorker {
+  /** Looks for due deliveries now rather than at the next poll. */
+  wake(): void;
+  /** Stops claiming and waits for deliveries in flight (each ends within the timeout). */
+  stop(): Promise<void>;
+}
+
+interface Claimed {
+  workspace_id: string;
+  id: string;
+  webhook_id: string;
+  event_id: string;
+  attempts: number;
+  /** postgres.js may hand timestamps over as text; read through `new Date`. */
+  first_attempt_at: Date | string;
+  url: string;
+  secret: string;
+  deleted_at: Date | null;
+  name: string;
+  at: Date | string;
+  data: Record<string, unknown>;
+}
+
+/**
+ * Delivers webhook_deliveries (SPEC 3, 6). Each claim is one statement, so one short
+ * transaction: due rows are locked FOR UPDATE SKIP LOCKED and their next_attempt_at pushed
+ * past the attempt's timeout, so no other process claims the same attempt, and a process
+ * killed mid-attempt leaves the row to be retried after the lease. Each claimed delivery
+ * runs on its own; at most `concurrency` are in flight, so a slow receiver holds one slot.
+ */
+export function startWebhookWorker(options: WorkerOptions): WebhookWorker {
+  const { database, config, log } = options;
+  const sql = database.sql;
+  const concurrency = options.concurrency ?? 8;
+  const inFlight = new Set<Promise<void>>();
+  let stopped = false;
+  let claiming = false;
+  let again = false;
+
+  async function claim(limit: number): Promise<Claimed[]> {
+    return sql<Claimed[]>`
+      with due as (
+        select workspace_id, id from webhook_deliveries
+        where status = 'pending' and next_attempt_at <= now()
+        order by next_attempt_at
+        limit ${limit}
+        for update skip locked
+      ), claimed as (
+        update webhook_deliveries d
+        set next_attempt_at = now() + ${`${CLAIM_LEASE_MS} milliseconds`}::interval,
+            first_attempt_at = coalesce(d.first_attempt_at, now())
+        from due
+        where d.workspace_id = due.workspace_id and d.id = due.id
+        returning d.workspace_id, d.id, d.webhook_id, d.event_id, d.attempts, d.first_attempt_at
+      )
+      select c.*, w.url, w.secret, w.deleted_at, e.name, e.at, e.data
+      from claimed c
+      join webhooks w on w.workspace_id = c.workspace_id and w.id = c.webhook_id
+      join events e on e.workspace_id = c.workspace_id and e.id = c.event_id`;
+  }
+
+  async function deliver(row: Claimed): Promise<void> {
+    if (row.deleted_at) {
+      await sql`update webhook_deliveries set status = 'failed', last_error = 'webhook deleted'
+        where workspace_id = ${row.workspace_id} and id = ${row.id}`;
+      return;
+    }
+    const body = Buffer.from(
+      JSON.stringify({
+        id: row.event_id,
+        name: row.name,
+        at: new Date(row.at).toISOString(),
+        data: row.data,
+      }),
+    );
+    const outcome = await sendOnce({
+      url: row.url,
+      body,
+      allow: config.webhooks,
+      resolve: options.resolve,
+      headers: {
+        [SIGNATURE_HEADER]: signBody(row.secret, body),
+        'X-Webhook-Id': row.event_id,
+        'X-Webhook-Event': row.name,
+        'user-agent': 'svc-webhooks',
+      },
+    });
+    if (outcome.kind === 'answered' && outcome.status >= 200 && outcome.status < 300) {
+      await sql`update webhook_deliveries
+        set status = 'delivered', attempts = attempts + 1, last_status = ${outcome.status},
+            last_error = null, delivered_at = now()
+        where workspace_id = ${row.workspace_id} and id = ${row.id}`;
+      return;
+    }
+    let error: string;
+    if (outcome.kind === 'refused') {
+      log.warn(
+        { webhookId: row.webhook_id, host: outcome.host, address: outcome.address },
+        `webhook delivery refused: ${outcome.host} resolves to an address not allowed`,
+      );
+      error = `address refused: ${outcome.host} (${outcome.address})`;
+    } else if (outcome.kind === 'answered') {
+      error = `answered ${outcome.status}`;
+    } else error = outcome.message;
+    const attempts = row.attempts + 1;
+    const next = Date.now() + retryDelayMs(attempts);
+    const giveUp = next > new Date(row.first_attempt_at).getTime() + RETRY_WINDOW_MS;
+    await sql`update webhook_deliveries
+      set attempts = ${attempts},
+          last_status = ${outcome.kind === 'answered' ? outcome.status : null},
+          last_error = ${error},
+          status = ${giveUp ? 'failed' : 'pending'},
+          next_attempt_at = ${new Date(next).toISOString()}::timestamptz
+      where workspace_id = ${row.workspace_id} and id = ${row.id}`;
+  }
+
+  async function tick(): Promise<void> {
+    if (stopped) return;
+    if (claiming) {
+      again = true;
+      return;
+    }
+    claiming = true;
+    try {
+      do {
+        again = false;
+        const room = concurrency - inFlight.size;
+        if (room <= 0 || stopped) break;
+        const rows = await claim(room);
+        for (const row of rows) {
+          const job: Promise<void> = deliver(row)
+            .catch((error: unknown) =>
+              log.error({ err: error, deliveryId: row.id }, 'webhook delivery failed to record'),
+            )
+            .finally(() => {
+              inFlight.delete(job);
+              void tick();
+            });
+          inFlight.add(job);
+        }
+        if (rows.length === room) again = true;
+      } while (again);
+    } catch (error) {
+      if (!stopped) log.error({ err: error }, 'webhook worker could not claim deliveries');
+    } finally {
+      claiming = false;
+    }
+  }
+
+  const timer = setInterval(() => void tick(), options.pollMs ?? 1000);
+  timer.unref();
+  void tick();
+  return {
+    wake: () => void tick(),
+    async stop() {
+      stopped = true;
+      clearInterval(timer);
+      await Promise.allSettled([...inFlight]);
+    },
+  };
+}
