@@ -24,7 +24,7 @@ export interface WorkerOptions {
   database: Database;
   config: Config;
   log: Logger;
-  /** Deliveries in flight at once in this process. @default 8 */
+  /** Deliveries in flight at once in this process. @default 16 */
   concurrency?: number;
   /** @default 1000 */
   pollMs?: number;
@@ -59,25 +59,46 @@ interface Claimed {
  * transaction: due rows are locked FOR UPDATE SKIP LOCKED and their next_attempt_at pushed
  * past the attempt's timeout, so no other process claims the same attempt, and a process
  * killed mid-attempt leaves the row to be retried after the lease. Each claimed delivery
- * runs on its own; at most `concurrency` are in flight, so a slow receiver holds one slot.
+ * runs on its own; at most `concurrency` are in flight, and at most PER_WEBHOOK of them to
+ * one webhook, so a hanging receiver always leaves slots to the others.
  */
+/** At most this many sends to one webhook at once, so a hanging receiver leaves room. */
+const PER_WEBHOOK = 8;
+
 export function startWebhookWorker(options: WorkerOptions): WebhookWorker {
   const { database, config, log } = options;
   const sql = database.sql;
-  const concurrency = options.concurrency ?? 8;
+  const concurrency = options.concurrency ?? 16;
   const inFlight = new Set<Promise<void>>();
   let stopped = false;
   let claiming = false;
   let again = false;
 
+  /** Sends in flight per webhook: one receiver never holds more than PER_WEBHOOK slots. */
+  const busy = new Map<string, number>();
+
   async function claim(limit: number): Promise<Claimed[]> {
+    const ids = [...busy.keys()];
+    const used = ids.map((id) => busy.get(id) ?? 0);
     return sql<Claimed[]>`
-      with due as (
-        select workspace_id, id from webhook_deliveries
-        where status = 'pending' and next_attempt_at <= now()
+      with candidates as (
+        select workspace_id, id, next_attempt_at from (
+          select d.workspace_id, d.id, d.next_attempt_at, coalesce(u.used, 0) as used,
+                 row_number() over (partition by d.workspace_id, d.webhook_id
+                                    order by d.next_attempt_at, d.id) as nth
+          from webhook_deliveries d
+          left join unnest(${ids}::uuid[], ${used}::int[]) as u(webhook_id, used)
+            on u.webhook_id = d.webhook_id
+          where d.status = 'pending' and d.next_attempt_at <= now()
+        ) ranked
+        where nth <= ${PER_WEBHOOK} - used
         order by next_attempt_at
         limit ${limit}
-        for update skip locked
+      ), due as (
+        select d.workspace_id, d.id from webhook_deliveries d
+        join candidates c on c.workspace_id = d.workspace_id and c.id = d.id
+        where d.status = 'pending' and d.next_attempt_at <= now()
+        for update of d skip locked
       ), claimed as (
         update webhook_deliveries d
         set next_attempt_at = now() + ${`${CLAIM_LEASE_MS} milliseconds`}::interval,
@@ -161,12 +182,16 @@ export function startWebhookWorker(options: WorkerOptions): WebhookWorker {
         if (room <= 0 || stopped) break;
         const rows = await claim(room);
         for (const row of rows) {
+          busy.set(row.webhook_id, (busy.get(row.webhook_id) ?? 0) + 1);
           const job: Promise<void> = deliver(row)
             .catch((error: unknown) =>
               log.error({ err: error, deliveryId: row.id }, 'webhook delivery failed to record'),
             )
             .finally(() => {
               inFlight.delete(job);
+              const left = (busy.get(row.webhook_id) ?? 1) - 1;
+              if (left > 0) busy.set(row.webhook_id, left);
+              else busy.delete(row.webhook_id);
               void tick();
             });
           inFlight.add(job);
