@@ -4,9 +4,11 @@ import type { ConfigProblem, LoadedConfig } from '../config.js';
 import { createDatabase, type Database, type Db } from '../db/client.js';
 import { applyMigrations, coreMigrations, withMigrationLock } from '../db/migrate.js';
 import type { Logger } from '../log.js';
+import { checkPassword } from '../users/rules.js';
 import { RecordNotStored, storeAccountRecord, type NewAccountRecord } from '../records/service.js';
 import { databaseUrlOf, problemsStoppingPluginCommands, stopOn } from './config.js';
 import { CommandError, UsageError } from './errors.js';
+import { forOption } from './options.js';
 
 // What the account commands (those taking `-as`) share: who the operator is, the
 // configuration they stop on, the database, and the account-change record each writes.
@@ -158,4 +160,20 @@ export async function passwordFromStdin(): Promise<string | null> {
   return Buffer.concat(chunks)
     .toString('utf8')
     .replace(/\r?\n$/, '');
+}
+
+export type PasswordSource = 'option' | 'stdin' | 'generated';
+
+/**
+ * A new account's password: the option as given, else stdin when it is not a terminal,
+ * else generated (the caller prints it once). A refused password names `option`.
+ */
+export async function passwordFrom(
+  option: string,
+  given: string | undefined,
+): Promise<[string, PasswordSource]> {
+  if (given !== undefined) return [forOption(option, () => checkPassword(given)), 'option'];
+  const piped = await passwordFromStdin();
+  if (piped !== null) return [forOption('stdin password', () => checkPassword(piped)), 'stdin'];
+  return [generatePassword(), 'generated'];
 }

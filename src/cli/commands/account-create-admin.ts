@@ -1,11 +1,10 @@
 import { defineCommand, type ArgsDef } from 'citty';
 import { createLogger } from '../../log.js';
-import { checkPassword, parseEmail, parseName } from '../../users/rules.js';
+import { parseEmail, parseName } from '../../users/rules.js';
 import {
-  generatePassword,
   migrateThenChange,
   operatorOf,
-  passwordFromStdin,
+  passwordFrom,
   recordChange,
   recordTimeoutMs,
   withDatabase,
@@ -33,15 +32,6 @@ const args = {
   },
 } as const satisfies ArgsDef;
 
-type PasswordSource = 'option' | 'stdin' | 'generated';
-
-async function passwordOf(given: string | undefined): Promise<[string, PasswordSource]> {
-  if (given !== undefined) return [forOption('-password', () => checkPassword(given)), 'option'];
-  const piped = await passwordFromStdin();
-  if (piped !== null) return [forOption('stdin password', () => checkPassword(piped)), 'stdin'];
-  return [generatePassword(), 'generated'];
-}
-
 export default defineCommand({
   meta: {
     name: 'account:create-admin',
@@ -55,7 +45,7 @@ export default defineCommand({
     const operator = operatorOf(values.as);
     const loaded = commandConfig();
     const timeoutMs = recordTimeoutMs(loaded);
-    const [password, passwordSource] = await passwordOf(values.password);
+    const [password, passwordSource] = await passwordFrom('-password', values.password);
     await withDatabase(loaded, async (database) => {
       const created = await migrateThenChange(database, loaded, createLogger(), (db) =>
         createAdminAccount(db, { email, name, password, workspace: values.workspace }),

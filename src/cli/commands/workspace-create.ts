@@ -1,14 +1,13 @@
 import { sql } from 'drizzle-orm';
 import { defineCommand, type ArgsDef } from 'citty';
 import { createLogger } from '../../log.js';
-import { checkPassword, parseEmail, parseName } from '../../users/rules.js';
+import { parseEmail, parseName } from '../../users/rules.js';
 import { createAccount } from '../../users/service.js';
 import { createWorkspace, workspacesWithName } from '../../workspaces/service.js';
 import {
-  generatePassword,
   migrateThenChange,
   operatorOf,
-  passwordFromStdin,
+  passwordFrom,
   recordChange,
   recordTimeoutMs,
   withDatabase,
@@ -49,17 +48,6 @@ export function parseWorkspaceName(text: string): string {
   return name;
 }
 
-type PasswordSource = 'option' | 'stdin' | 'generated';
-
-async function passwordOf(given: string | undefined): Promise<[string, PasswordSource]> {
-  if (given !== undefined) {
-    return [forOption('-admin-password', () => checkPassword(given)), 'option'];
-  }
-  const piped = await passwordFromStdin();
-  if (piped !== null) return [forOption('stdin password', () => checkPassword(piped)), 'stdin'];
-  return [generatePassword(), 'generated'];
-}
-
 export default defineCommand({
   meta: {
     name: 'workspace:create',
@@ -75,7 +63,10 @@ export default defineCommand({
     const operator = operatorOf(values.as);
     const loaded = commandConfig();
     const timeoutMs = recordTimeoutMs(loaded);
-    const [password, passwordSource] = await passwordOf(values['admin-password']);
+    const [password, passwordSource] = await passwordFrom(
+      '-admin-password',
+      values['admin-password'],
+    );
     await withDatabase(loaded, async (database) => {
       const { workspace, user } = await migrateThenChange(database, loaded, createLogger(), (db) =>
         inTransaction(db, async (tx) => {
