@@ -34,6 +34,18 @@ export { extendCoreType, type CoreParent, type CoreFieldBuilder } from './extend
 export { AppError, refusePlugin as refuse, type ErrorCode, type Meta } from '../errors.js';
 export { workspaceOwned, createdAt } from '../db/columns.js';
 export { pluginDrizzleConfig } from './drizzle-config.js';
+/**
+ * Per-workspace values a plugin reads on most requests (its definitions), held per process
+ * under SVC_TENANTS_HELD / SVC_TENANTS_REFRESH, and the workspace's own fields likewise.
+ */
+export {
+  perWorkspace,
+  getWorkspaceCached,
+  type PerWorkspace,
+  type CacheScope,
+} from '../workspaces/cache.js';
+/** Asked before a channel stores an inbound delivery (SVC_TENANT_MACHINE_GRACE). */
+export { acceptChannelDelivery } from '../workspaces/service.js';
 
 /** Declares a plugin; the backend module default-exports the result. */
 export function definePlugin<const T extends PluginDefinition>(definition: T): T {

@@ -89,8 +89,7 @@ export async function listWorkspaceSummaries(db: Db): Promise<WorkspaceSummary[]
  * SVC_TENANT_MACHINE_GRACE: whether a channel delivery (an inbound message a channel
  * plugin receives for this workspace) is still recorded. An active workspace always
  * records; a deactivated one keeps recording for the grace after `deactivatedAt`, then
- * refuses; a grace of 0 refuses at once. The chat plugin calls this before storing a
- * delivery (read the workspace with `getWorkspaceCached`).
+ * refuses; a grace of 0 refuses at once.
  */
 export function acceptsChannelDeliveries(
   workspace: { deactivatedAt: Date | null },
@@ -101,4 +100,19 @@ export function acceptsChannelDeliveries(
   const grace = config.workspaces.machineGraceMs;
   if (grace <= 0) return false;
   return now - workspace.deactivatedAt.getTime() < grace;
+}
+
+/**
+ * What a channel plugin asks before it stores a delivery for `workspaceId`: false for a
+ * workspace that does not exist or whose SVC_TENANT_MACHINE_GRACE has run out. Reads the
+ * table itself rather than the per-process cache, so "0s stops at once" holds in every
+ * process the moment an operator deactivates the workspace (one primary-key read).
+ */
+export async function acceptChannelDelivery(
+  scope: { database: { db: Db }; config: Config },
+  workspaceId: string,
+  now = Date.now(),
+): Promise<boolean> {
+  const workspace = await findWorkspaceById(scope.database.db, workspaceId);
+  return workspace !== undefined && acceptsChannelDeliveries(workspace, scope.config, now);
 }

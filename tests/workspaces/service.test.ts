@@ -1,6 +1,6 @@
 import { describe, expect, test } from '@jest/globals';
 import { loadConfig, type Config } from '../../src/config.js';
-import { createWorkspaceCache, RefreshingCache } from '../../src/workspaces/cache.js';
+import { createWorkspaceCache, WorkspaceCache } from '../../src/workspaces/cache.js';
 import { acceptsChannelDeliveries } from '../../src/workspaces/service.js';
 
 function config(env: Record<string, string> = {}): Config {
@@ -48,38 +48,65 @@ describe('the workspace cache (SVC_TENANTS_HELD, SVC_TENANTS_REFRESH)', () => {
   function counting() {
     const loads: string[] = [];
     let clock = 0;
-    const cache = new RefreshingCache<string>({ held: 2, refreshMs: 1000, now: () => clock });
-    const get = (key: string) =>
-      cache.get(key, () => {
-        loads.push(key);
-        return Promise.resolve(`${key}@${clock}`);
+    const cache = new WorkspaceCache({ held: 2, refreshMs: 1000, now: () => clock });
+    const get = (workspace: string, name = 'workspace') =>
+      cache.get(workspace, name, () => {
+        loads.push(`${workspace}.${name}`);
+        return Promise.resolve(`${workspace}.${name}@${clock}`);
       });
     return { cache, loads, get, tick: (ms: number) => (clock += ms) };
   }
 
-  test('holds at most `held` entries, dropping the least recently used', async () => {
+  test('holds at most `held` workspaces, dropping the least recently used with all it held', async () => {
     const { cache, loads, get } = counting();
     await get('a');
+    await get('a', 'probe.definitions');
     await get('b');
     await get('a'); // a is now the most recent
     await get('c'); // drops b
     expect(cache.size).toBe(2);
-    expect(cache.has('a')).toBe(true);
+    expect(cache.has('a', 'probe.definitions')).toBe(true);
     expect(cache.has('b')).toBe(false);
     expect(cache.has('c')).toBe(true);
-    await get('b');
-    expect(loads).toEqual(['a', 'b', 'c', 'b']);
+    await get('b'); // drops a, its definitions too
     expect(cache.has('a')).toBe(false);
+    await get('a', 'probe.definitions');
+    expect(loads).toEqual([
+      'a.workspace',
+      'a.probe.definitions',
+      'b.workspace',
+      'c.workspace',
+      'b.workspace',
+      'a.probe.definitions',
+    ]);
   });
 
-  test('rereads an entry once it is refreshMs old, not before', async () => {
+  test('rereads a value once it is refreshMs old, not before, each value on its own clock', async () => {
     const { loads, get, tick } = counting();
-    expect(await get('a')).toBe('a@0');
-    tick(999);
-    expect(await get('a')).toBe('a@0');
+    expect(await get('a')).toBe('a.workspace@0');
+    tick(500);
+    expect(await get('a', 'defs')).toBe('a.defs@500');
+    tick(499);
+    expect(await get('a')).toBe('a.workspace@0');
     tick(1);
-    expect(await get('a')).toBe('a@1000');
-    expect(loads).toEqual(['a', 'a']);
+    expect(await get('a')).toBe('a.workspace@1000');
+    expect(await get('a', 'defs')).toBe('a.defs@500');
+    tick(500);
+    expect(await get('a', 'defs')).toBe('a.defs@1500');
+    expect(loads).toEqual(['a.workspace', 'a.defs', 'a.workspace', 'a.defs']);
+  });
+
+  test('forget drops one value or the whole workspace, in this cache only', async () => {
+    const { cache, loads, get } = counting();
+    await get('a');
+    await get('a', 'defs');
+    cache.forget('a', 'defs');
+    expect(cache.has('a', 'defs')).toBe(false);
+    expect(cache.has('a', 'workspace')).toBe(true);
+    cache.forget('a');
+    expect(cache.has('a')).toBe(false);
+    await get('a');
+    expect(loads).toEqual(['a.workspace', 'a.defs', 'a.workspace']);
   });
 
   test('concurrent reads share one load; a failed load is not kept', async () => {
@@ -89,10 +116,12 @@ describe('the workspace cache (SVC_TENANTS_HELD, SVC_TENANTS_REFRESH)', () => {
       loads += 1;
       return Promise.resolve(undefined);
     };
-    await Promise.all([cache.get('x', load), cache.get('x', load)]);
+    await Promise.all([cache.get('x', 'v', load), cache.get('x', 'v', load)]);
     expect(loads).toBe(1);
-    await expect(cache.get('y', () => Promise.reject(new Error('down')))).rejects.toThrow('down');
-    expect(cache.has('y')).toBe(false);
+    await expect(cache.get('y', 'v', () => Promise.reject(new Error('down')))).rejects.toThrow(
+      'down',
+    );
+    expect(cache.has('y', 'v')).toBe(false);
   });
 
   test('its size and refresh come from the configuration', () => {
