@@ -49,7 +49,8 @@ async function graphAt(url: string, query: string, variables: Record<string, unk
 }
 
 const DEFINITIONS = '{ probeDefinitions }';
-const definitionsAt = async (url: string) => (await graphAt(url, DEFINITIONS)).probeDefinitions;
+const definitionsAt = async (url: string) =>
+  (await graphAt(url, DEFINITIONS)).probeDefinitions ?? [];
 
 describe('plugin definitions in the workspace cache', () => {
   test('a change through one server is seen there at once and by another within SVC_TENANTS_REFRESH', async () => {
