@@ -5,6 +5,11 @@ import { events } from './tables.js';
 
 /** The NOTIFY channel events are announced on; the payload names the row. */
 export const EVENTS_CHANNEL = 'svc_events';
+/**
+ * Announced (empty payload) at commit when an event enqueued webhook deliveries, so every
+ * process's webhook worker claims them at once instead of at its next poll.
+ */
+export const DELIVERIES_CHANNEL = 'svc_webhook_deliveries';
 
 export interface NewEvent {
   workspaceId: string;
@@ -54,13 +59,18 @@ export async function recordEvent(db: Db, event: NewEvent): Promise<string> {
     subjectId: event.subjectId ?? null,
     at: (row?.at ?? new Date()).toISOString(),
   };
-  // Outbox: one delivery per live subscription listing the name, in the same transaction.
+  // Outbox: one delivery per live subscription listing the name, in the same transaction,
+  // and both announcements, in one statement (a data-modifying WITH runs exactly once).
   await db.execute(sql`
-    insert into webhook_deliveries (workspace_id, webhook_id, event_id)
-    select workspace_id, id, ${id}::uuid from webhooks
-    where workspace_id = ${event.workspaceId}::uuid and deleted_at is null
-      and ${event.name} = any(events)
-    on conflict do nothing`);
-  await db.execute(sql`select pg_notify(${EVENTS_CHANNEL}, ${JSON.stringify(notice)})`);
+    with enqueued as (
+      insert into webhook_deliveries (workspace_id, webhook_id, event_id)
+      select workspace_id, id, ${id}::uuid from webhooks
+      where workspace_id = ${event.workspaceId}::uuid and deleted_at is null
+        and ${event.name} = any(events)
+      on conflict do nothing
+      returning 1
+    )
+    select pg_notify(${EVENTS_CHANNEL}, ${JSON.stringify(notice)}),
+      case when exists (select 1 from enqueued) then pg_notify(${DELIVERIES_CHANNEL}, '') end`);
   return id;
 }

@@ -1,5 +1,6 @@
 import type { Config } from '../config.js';
 import type { Database } from '../db/client.js';
+import { DELIVERIES_CHANNEL } from '../events/service.js';
 import type { Logger } from '../log.js';
 import {
   DELIVERY_TIMEOUT_MS,
@@ -26,7 +27,11 @@ export interface WorkerOptions {
   log: Logger;
   /** Deliveries in flight at once in this process. @default 16 */
   concurrency?: number;
-  /** @default 1000 */
+  /**
+   * How often due deliveries are looked for without a notice: retries coming due, and
+   * deliveries whose notice a reconnect lost. New deliveries wake the worker through
+   * DELIVERIES_CHANNEL at once. @default 1000
+   */
   pollMs?: number;
   resolve?: SendOptions['resolve'];
 }
@@ -34,6 +39,8 @@ export interface WorkerOptions {
 export interface WebhookWorker {
   /** Looks for due deliveries now rather than at the next poll. */
   wake(): void;
+  /** Whether new deliveries wake the worker (false: the LISTEN failed, polling only). */
+  listening: Promise<boolean>;
   /** Stops claiming and waits for deliveries in flight (each ends within the timeout). */
   stop(): Promise<void>;
 }
@@ -207,12 +214,27 @@ export function startWebhookWorker(options: WorkerOptions): WebhookWorker {
 
   const timer = setInterval(() => void tick(), options.pollMs ?? 1000);
   timer.unref();
+  // Every process hears the commit of each event that enqueued deliveries; the claims'
+  // SKIP LOCKED shares them out. Until the LISTEN is up (or while it reconnects) the poll
+  // alone finds them.
+  const listener = sql
+    .listen(
+      DELIVERIES_CHANNEL,
+      () => void tick(),
+      () => void tick(),
+    )
+    .catch((error: unknown) => {
+      log.warn({ err: error }, 'webhook worker could not listen; polling only');
+      return null;
+    });
   void tick();
   return {
     wake: () => void tick(),
+    listening: listener.then((listen) => listen !== null),
     async stop() {
       stopped = true;
       clearInterval(timer);
+      await (await listener)?.unlisten().catch(() => {});
       await Promise.allSettled([...inFlight]);
     },
   };
