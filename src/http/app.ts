@@ -13,6 +13,7 @@ import { createMcpRoute, MCP_PATH } from '../mcp/route.js';
 import { createCancellation } from './cancellation.js';
 import type { AccessCatalogue } from '../auth/access.js';
 import { createGraphRoute } from './graph-route.js';
+import { createSlots } from './guards/slots.js';
 import { clientAddress } from './guards/client-address.js';
 import { CROSS_ORIGIN_BODY, crossOriginRefusal } from './guards/cross-origin.js';
 import { sendJson } from './node-fetch-bridge.js';
@@ -47,8 +48,9 @@ export function createApp(deps: AppDeps): App {
   const { config, log } = deps;
   const graph = createGraphServer(deps.schema, config, log);
   const cancellation = createCancellation(deps.shutdownSignal);
-  const serveGraph = createGraphRoute({ ...deps, graph, cancellation });
-  const serveMcp = createMcpRoute({ ...deps, graph, cancellation });
+  const operationSlots = createSlots({ perKey: config.graph.operationsPerUser });
+  const serveGraph = createGraphRoute({ ...deps, graph, cancellation, operationSlots });
+  const serveMcp = createMcpRoute({ ...deps, graph, cancellation, operationSlots });
   const pluginRouter = createPluginRouter({
     ...deps,
     cancellation,

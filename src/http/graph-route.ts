@@ -12,7 +12,7 @@ import type { Logger } from '../log.js';
 import type { createCancellation } from './cancellation.js';
 import { anonymousBodyRefusal, anonymousQueryRefusal } from './guards/anonymous.js';
 import { answerTooLargeBody } from './guards/answer-cap.js';
-import { createSlots } from './guards/slots.js';
+import { createSlots, type Slots } from './guards/slots.js';
 import { streamRequested } from './guards/stream-accept.js';
 import { readBody, sendJson, sendWebResponse, toWebRequest } from './node-fetch-bridge.js';
 
@@ -24,6 +24,11 @@ export interface GraphRouteDeps {
   graph: GraphServer;
   cancellation: ReturnType<typeof createCancellation>;
   events: EventBus;
+  /**
+   * Each signed-in user's concurrent operations (SVC_GRAPH_OPERATIONS_PER_USER), shared
+   * with the agent endpoint: an agent's tool calls count like the user's own operations.
+   */
+  operationSlots: Slots;
 }
 
 function graphRefusal(
@@ -61,7 +66,7 @@ export function createGraphRoute(deps: GraphRouteDeps) {
     perKey: config.graph.anonymous.perIp,
     ceiling: config.graph.anonymous.ceiling,
   });
-  const operationSlots = createSlots({ perKey: config.graph.operationsPerUser });
+  const { operationSlots } = deps;
   const streamSlots = createSlots({ perKey: config.graph.streamsPerUser });
 
   function slotsTaken(res: ServerResponse) {

@@ -10,7 +10,9 @@ import type { Database } from '../db/client.js';
 import type { EventBus } from '../events/bus.js';
 import { GRAPH_PATH, type GraphServer } from '../graph/server.js';
 import type { createCancellation } from '../http/cancellation.js';
+import type { Slots } from '../http/guards/slots.js';
 import { readBody, sendJson } from '../http/node-fetch-bridge.js';
+import { refuse } from '../errors.js';
 import type { Logger } from '../log.js';
 import { createMcpServer, type GraphAnswer, type GraphRunner } from './server.js';
 
@@ -24,6 +26,8 @@ export interface McpRouteDeps {
   graph: GraphServer;
   cancellation: ReturnType<typeof createCancellation>;
   events: EventBus;
+  /** The graph route's per-user operation slots (SVC_GRAPH_OPERATIONS_PER_USER). */
+  operationSlots: Slots;
 }
 
 function rpcError(res: ServerResponse, status: number, code: number, message: string) {
@@ -37,6 +41,7 @@ function rpcError(res: ServerResponse, status: number, code: number, message: st
  */
 export function createMcpRoute(deps: McpRouteDeps) {
   const { config, log } = deps;
+  const retryAfter = Math.max(1, Math.ceil(config.graph.retryAfterMs / 1000));
 
   /** Graph operations as `actor`, through Yoga with the context the graph route builds. */
   function runnerFor(
@@ -104,6 +109,15 @@ export function createMcpRoute(deps: McpRouteDeps) {
     } catch {
       return rpcError(res, 400, -32700, 'parse error');
     }
+
+    // A signed-in agent's request holds one of its user's operation slots while it runs,
+    // like a request to /api/graphql; over the cap it is refused before any tool runs.
+    const release = actor ? deps.operationSlots.tryTake(actor.userId) : () => {};
+    if (!release) {
+      res.setHeader('retry-after', String(retryAfter));
+      return rpcError(res, 429, -32000, refuse('rate_limited', { retryAfter }).message);
+    }
+    res.once('close', release);
 
     const controller = deps.cancellation.begin(res);
     const server = createMcpServer(
