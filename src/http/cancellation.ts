@@ -17,6 +17,11 @@ export function createCancellation(shutdownSignal: AbortSignal) {
         controller.abort(shutdownSignal.reason);
         return controller;
       }
+      // A client gone before this point (while its body was read) fired 'close' already.
+      if (res.closed && !res.writableFinished) {
+        controller.abort();
+        return controller;
+      }
       open.add(controller);
       res.once('close', () => {
         open.delete(controller);

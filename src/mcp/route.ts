@@ -117,6 +117,8 @@ export function createMcpRoute(deps: McpRouteDeps) {
       res.setHeader('retry-after', String(retryAfter));
       return rpcError(res, 429, -32000, refuse('rate_limited', { retryAfter }).message);
     }
+    // The client may have gone while the body was read: then 'close' has fired already.
+    if (res.closed) return release();
     res.once('close', release);
 
     const controller = deps.cancellation.begin(res);
