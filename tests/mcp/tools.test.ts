@@ -9,8 +9,9 @@ import { sql } from 'drizzle-orm';
 import type { Db } from '../../src/db/client.js';
 import { utcToday } from '../../src/mcp/server.js';
 import type { User } from '../../src/users/tables.js';
+import { setWorkspaceDeactivated } from '../../src/workspaces/service.js';
 import { CREATE_CONTACT } from '../support/contacts.js';
-import { bearer, createUser, tokenFor } from '../support/factories.js';
+import { bearer, createUser, createWorkspace, tokenFor } from '../support/factories.js';
 import { startTestService, type TestService } from '../support/service.js';
 
 let svc: TestService;
@@ -360,6 +361,17 @@ describe('credentials', () => {
       sql`update api_tokens set revoked_at = now() where user_id = ${revoked.user.id}`,
     );
     expect(errorText(await call(revoked.token, 'workload_summary'))).toBe('invalid token');
+  });
+
+  test('a token of a deactivated workspace answers invalid token until it is reactivated', async () => {
+    const workspace = await createWorkspace(db);
+    const user = await createUser(db, workspace);
+    const token = await tokenFor(db, user);
+    expect((await call(token, 'workload_summary')).isError).toBeFalsy();
+    await setWorkspaceDeactivated(db, workspace.id, new Date());
+    expect(errorText(await call(token, 'workload_summary'))).toBe('invalid token');
+    await setWorkspaceDeactivated(db, workspace.id, null);
+    expect((await call(token, 'workload_summary')).isError).toBeFalsy();
   });
 
   test('a token without tasks:read gets the scope refusal, not data', async () => {
