@@ -1,23 +1,10 @@
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { beforeAll, describe, expect, test } from '@jest/globals';
 import { verifyPassword } from '../../src/auth/passwords.js';
-import { finished, runSvc, svc, type CliResult } from '../support/cli.js';
-import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { runSvc, runSvcWithStdin, type CliResult } from '../support/cli.js';
+import { databasesForFile, type TestDatabase } from '../support/database.js';
 import { createWorkspace } from '../support/factories.js';
 
-/** Runs svc with `input` on stdin, then end of input (runSvc leaves stdin open). */
-function runWithStdin(args: string[], env: Record<string, string>, input = ''): Promise<CliResult> {
-  const child = svc(args, env);
-  child.stdin.end(input);
-  return finished(child);
-}
-
-const databases: TestDatabase[] = [];
-async function database(options: { empty?: boolean } = {}): Promise<TestDatabase> {
-  const db = await createTestDatabase(options);
-  databases.push(db);
-  return db;
-}
-afterAll(() => Promise.all(databases.map((db) => db.drop())));
+const database = databasesForFile();
 
 interface AccountRow {
   email: string;
@@ -48,7 +35,7 @@ describe('svc account:create-admin', () => {
   test('on an empty database: migrates, makes a first workspace, generates and prints a password once, records -as', async () => {
     const db = await database({ empty: true });
     const env = { SVC_DATABASE_URL: db.url };
-    const first = await runWithStdin(
+    const first = await runSvcWithStdin(
       ['account:create-admin', '-email', 'Ada@Example.com', '-name', ' Ada ', '-as', 'ops-bob'],
       env,
     );
@@ -69,7 +56,7 @@ describe('svc account:create-admin', () => {
 
     // A password piped on stdin; the only workspace is used; the OS user stands in for -as.
     const piped = 'piped password of bob\n';
-    const second = await runWithStdin(
+    const second = await runSvcWithStdin(
       ['account:create-admin', '--email', 'bob@example.com', '--name', 'Bob'],
       env,
       piped,
@@ -163,7 +150,7 @@ describe('svc account:create-admin', () => {
     const conn = await db.database.sql.reserve();
     await conn`begin`;
     await conn`lock table account_records in access exclusive mode`;
-    const result = await runWithStdin(
+    const result = await runSvcWithStdin(
       ['account:create-admin', '-email', 'slow@example.com', '-name', 'Slow', '-as', 'ops'],
       { SVC_DATABASE_URL: db.url, SVC_COMMAND_RECORD_TIMEOUT: '300ms' },
     ).finally(async () => {

@@ -1,23 +1,11 @@
-import { afterAll, describe, expect, test } from '@jest/globals';
+import { describe, expect, test } from '@jest/globals';
 import { verifyPassword } from '../../src/auth/passwords.js';
-import { finished, runSvc, svc, type CliResult } from '../support/cli.js';
-import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { runSvc, runSvcWithStdin } from '../support/cli.js';
+import { databasesForFile, type TestDatabase } from '../support/database.js';
 import { bearer, createUser, createWorkspace, sessionCookieFor } from '../support/factories.js';
 import { startTestService } from '../support/service.js';
 
-function runWithStdin(args: string[], env: Record<string, string>, input = ''): Promise<CliResult> {
-  const child = svc(args, env);
-  child.stdin.end(input);
-  return finished(child);
-}
-
-const databases: TestDatabase[] = [];
-async function database(options: { empty?: boolean } = {}): Promise<TestDatabase> {
-  const db = await createTestDatabase(options);
-  databases.push(db);
-  return db;
-}
-afterAll(() => Promise.all(databases.map((db) => db.drop())));
+const database = databasesForFile();
 
 async function records(db: TestDatabase) {
   return db.database.sql<
@@ -35,7 +23,7 @@ describe('svc workspace:create and workspace:list', () => {
   test('creates a workspace with its first admin in one go, records it, lists counts', async () => {
     const db = await database({ empty: true });
     const env = { SVC_DATABASE_URL: db.url };
-    const created = await runWithStdin(
+    const created = await runSvcWithStdin(
       [
         'workspace:create',
         '-name',
@@ -58,7 +46,7 @@ describe('svc workspace:create and workspace:list', () => {
     expect(ada).toMatchObject({ role: 'admin', name: 'Acme' });
     expect(await verifyPassword(ada?.password_hash as string, password)).toBe(true);
 
-    const piped = await runWithStdin(
+    const piped = await runSvcWithStdin(
       [
         'workspace:create',
         '--name=Beta',

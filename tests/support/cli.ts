@@ -33,6 +33,17 @@ export function finished(child: ChildProcessWithoutNullStreams): Promise<CliResu
   });
 }
 
+/** Runs svc with `input` on stdin, then end of input (runSvc leaves stdin open). */
+export function runSvcWithStdin(
+  args: string[],
+  env: Record<string, string>,
+  input = '',
+): Promise<CliResult> {
+  const child = svc(args, env);
+  child.stdin.end(input);
+  return finished(child);
+}
+
 export function runSvc(
   args: string[],
   env: Record<string, string> = {},

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { afterAll } from '@jest/globals';
 import postgres from 'postgres';
 import { createDatabase, type Database } from '../../src/db/client.js';
 import { adminDatabaseUrl, databaseUrlFor, templateDatabaseName } from './env.js';
@@ -42,5 +43,19 @@ export async function createTestDatabase(options: { empty?: boolean } = {}): Pro
       await database.close();
       await withAdmin((admin) => admin.unsafe(`drop database if exists "${name}" with (force)`));
     },
+  };
+}
+
+/**
+ * A maker of test databases that are all dropped after the calling file's tests; call it
+ * at module level.
+ */
+export function databasesForFile(): (options?: { empty?: boolean }) => Promise<TestDatabase> {
+  const made: TestDatabase[] = [];
+  afterAll(() => Promise.all(made.map((db) => db.drop())));
+  return async (options = {}) => {
+    const db = await createTestDatabase(options);
+    made.push(db);
+    return db;
   };
 }
