@@ -55,35 +55,77 @@ export interface SendOptions {
   cap?: { maxBytes: number; replacement: () => unknown };
 }
 
+type NodeHeaders = Record<string, string | string[]>;
+
+/** Framing is the bridge's to decide: one write with its length, or a piped stream. */
+const FRAMING_FIELDS = new Set(['content-length', 'transfer-encoding']);
+
 /**
- * Writes a fetch Response to Node. A finite answer goes out in one write with its
- * length (piping it chunked costs a round of Nagle and delayed ACK per request); a
- * Server-Sent Events stream is piped as it comes.
+ * The answer's fields as Node should write them, one entry per lowercased name. Yoga's
+ * ponyfill Headers keeps the case a plugin wrote (its CORS plugin answers OPTIONS with
+ * `Content-Length`), and Node writes an object's keys as they are, so two spellings of
+ * one name would both go out; strict clients (undici) refuse a doubled Content-Length.
+ */
+function nodeHeaders(response: Response, cookies: readonly string[]): NodeHeaders {
+  const headers: NodeHeaders = {};
+  response.headers.forEach((_value, name) => {
+    const key = name.toLowerCase();
+    if (key === 'set-cookie' || FRAMING_FIELDS.has(key)) return;
+    // `get` finds the value whichever spelling holds it.
+    headers[key] = response.headers.get(key) ?? '';
+  });
+  const allCookies = [...response.headers.getSetCookie(), ...cookies];
+  if (allCookies.length > 0) headers['set-cookie'] = allCookies;
+  return headers;
+}
+
+/**
+ * RFC 9110 8.6 and 15.3.5: a 204 has no content and may not carry Content-Length; a 304's
+ * would have to be the 200's length, which the bridge does not know, so it sends none.
+ */
+function hasNoContent(status: number): boolean {
+  return status === 204 || status === 304;
+}
+
+/**
+ * Writes a finite answer in one write with its length (piping it chunked costs a round of
+ * Nagle and delayed ACK per request), or with no length and no body when its status
+ * allows none.
+ */
+async function sendWhole(
+  res: ServerResponse,
+  response: Response,
+  headers: NodeHeaders,
+  cap: SendOptions['cap'],
+): Promise<void> {
+  let body = response.body ? Buffer.from(await response.arrayBuffer()) : null;
+  if (hasNoContent(response.status)) {
+    res.writeHead(response.status, headers);
+    res.end();
+    return;
+  }
+  const isJson = (response.headers.get('content-type') ?? '').includes('json');
+  if (body && cap && isJson && body.length > cap.maxBytes) {
+    body = Buffer.from(JSON.stringify(cap.replacement()));
+    headers['content-type'] = 'application/json; charset=utf-8';
+  }
+  headers['content-length'] = String(body?.length ?? 0);
+  res.writeHead(response.status, headers);
+  res.end(body);
+}
+
+/**
+ * Writes a fetch Response to Node: a finite answer whole, a Server-Sent Events stream
+ * piped as it comes.
  */
 export async function sendWebResponse(
   res: ServerResponse,
   response: Response,
   options: SendOptions = {},
 ): Promise<void> {
-  const headers: Record<string, string | string[]> = {};
-  response.headers.forEach((value, name) => {
-    if (name === 'set-cookie') return;
-    headers[name] = value;
-  });
-  const cookies = [...response.headers.getSetCookie(), ...(options.cookies ?? [])];
-  if (cookies.length > 0) headers['set-cookie'] = cookies;
+  const headers = nodeHeaders(response, options.cookies ?? []);
   if (!response.body || !isStream(response)) {
-    let body = response.body ? Buffer.from(await response.arrayBuffer()) : null;
-    const isJson = (response.headers.get('content-type') ?? '').includes('json');
-    if (body && options.cap && isJson && body.length > options.cap.maxBytes) {
-      body = Buffer.from(JSON.stringify(options.cap.replacement()));
-      headers['content-type'] = 'application/json; charset=utf-8';
-    }
-    headers['content-length'] = String(body?.length ?? 0);
-    delete headers['transfer-encoding'];
-    res.writeHead(response.status, headers);
-    res.end(body);
-    return;
+    return sendWhole(res, response, headers, options.cap);
   }
   res.writeHead(response.status, headers);
   // Yoga's answer body may be its ponyfill stream, which `Readable.fromWeb` refuses; any
@@ -119,6 +161,10 @@ function readableOf(stream: ReadableStream<Uint8Array>): Readable {
   });
 }
 
+/**
+ * Writes a JSON answer with exactly one Content-Type and Content-Length: `headers` are
+ * lowercased first, so a caller's `Content-Type` replaces ours instead of doubling it.
+ */
 export function sendJson(
   res: ServerResponse,
   status: number,
@@ -126,10 +172,12 @@ export function sendJson(
   headers: Record<string, string> = {},
 ): void {
   const text = JSON.stringify(body);
-  res.writeHead(status, {
-    'content-type': 'application/json; charset=utf-8',
-    'content-length': Buffer.byteLength(text),
-    ...headers,
-  });
+  const fields: NodeHeaders = { 'content-type': 'application/json; charset=utf-8' };
+  for (const [name, value] of Object.entries(headers)) {
+    const key = name.toLowerCase();
+    if (!FRAMING_FIELDS.has(key)) fields[key] = value;
+  }
+  fields['content-length'] = String(Buffer.byteLength(text));
+  res.writeHead(status, fields);
   res.end(text);
 }

@@ -1,6 +1,6 @@
 import ipaddr from 'ipaddr.js';
 import type { CidrRange, HostPort } from '../config.js';
-import { formatIp, parseIp, unmapIpv4, type IpAddress } from '../config/ip.js';
+import { formatIp, parseIp, type IpAddress } from '../config/ip.js';
 import { cidrContains } from '../http/guards/client-address.js';
 
 /** SVC_WEBHOOK_ALLOWED_HOSTS, as config.webhooks holds it. */
@@ -30,36 +30,69 @@ const ALWAYS_REFUSED = new Set(
   ].map((text) => formatIp(ipaddr.parse(text))),
 );
 
-const NAT64 = ipaddr.parseCIDR('64:ff9b::/96');
+/**
+ * IPv4-compatible addresses (`::a.b.c.d`, RFC 4291 2.5.5.1): deprecated, but a stack that
+ * still tunnels them reaches the IPv4 address.
+ */
+const IPV4_COMPATIBLE = ipaddr.parseCIDR('::/96');
+
+/** The IPv4 address in bytes `start`..`start + 3` of `ip`, each byte XORed with `flip`. */
+function ipv4At(ip: ipaddr.IPv6, start: number, flip = 0): ipaddr.IPv4 {
+  const bytes = ip.toByteArray().slice(start, start + 4);
+  return new ipaddr.IPv4(bytes.map((byte) => byte ^ flip));
+}
 
 /**
- * The address as judged: an IPv4-mapped IPv6 address as the IPv4 it carries, an address
- * of the well-known NAT64 prefix 64:ff9b::/96 as the IPv4 it embeds in its last 32 bits.
+ * The addresses an address is judged as. An IPv6 address that carries an IPv4 address
+ * reaches that IPv4 host through a translator or tunnel, so it is judged as the IPv4:
+ * IPv4-mapped ::ffff:0:0/96, NAT64 64:ff9b::/96 and 64:ff9b:1::/48 (last 32 bits),
+ * IPv4-compatible ::/96 (last 32 bits) and 6to4 2002::/16 (bits 16-48). A Teredo address
+ * (2001::/32) carries two, its server (bits 32-64) and its client (the last 32 bits,
+ * inverted), and is judged as both. `::` and `::1` keep their IPv6 meaning, so an entry
+ * listing `::1/128` still opens the IPv6 loopback. (ipaddr.js reads the dotted `::a.b.c.d`,
+ * as Node's resolver writes a compatible address, as mapped: the same IPv4 either way.)
  */
-export function judgedAs(ip: IpAddress): IpAddress {
-  const mapped = unmapIpv4(ip);
-  if (mapped) return mapped;
-  if (ip.kind() === 'ipv6' && (ip as ipaddr.IPv6).match(NAT64)) {
-    return ipaddr.fromByteArray((ip as ipaddr.IPv6).toByteArray().slice(12));
+export function judgedAs(ip: IpAddress): IpAddress[] {
+  if (ip.kind() === 'ipv4') return [ip];
+  const v6 = ip as ipaddr.IPv6;
+  switch (v6.range()) {
+    case 'ipv4Mapped':
+    case 'rfc6052':
+      return [ipv4At(v6, 12)];
+    case '6to4':
+      return [ipv4At(v6, 2)];
+    case 'teredo':
+      return [ipv4At(v6, 4), ipv4At(v6, 12, 0xff)];
+    case 'unicast':
+      // `::` and `::1` are not here: ipaddr.js names them unspecified and loopback.
+      return v6.match(IPV4_COMPATIBLE) ? [ipv4At(v6, 12)] : [v6];
+    default:
+      return [v6];
   }
-  return ip;
 }
 
 /**
  * Internal: anything ipaddr.js does not call plain `unicast` (loopback, private, shared
  * 100.64/10, reserved, link-local, multicast, unspecified, broadcast, and their IPv6
- * counterparts such as unique-local fc00::/7).
+ * counterparts such as unique-local fc00::/7), judged on every address `judgedAs` finds.
  */
-export function isInternal(ip: IpAddress): boolean {
-  return judgedAs(ip).range() !== 'unicast';
+function internal(judged: IpAddress): boolean {
+  return judged.range() !== 'unicast';
 }
 
-export function isAlwaysRefused(ip: IpAddress): boolean {
-  const judged = judgedAs(ip);
+function alwaysRefused(judged: IpAddress): boolean {
   if (ALWAYS_REFUSED.has(formatIp(judged))) return true;
   return ALWAYS_REFUSED_RANGES.some(
     ([range, bits]) => range.kind() === judged.kind() && judged.match(range, bits),
   );
+}
+
+export function isInternal(ip: IpAddress): boolean {
+  return judgedAs(ip).some(internal);
+}
+
+export function isAlwaysRefused(ip: IpAddress): boolean {
+  return judgedAs(ip).some(alwaysRefused);
 }
 
 /** Why an address may not be connected to, or null when it may. */
@@ -69,7 +102,9 @@ export type AddressVerdict = null | 'always_refused' | 'internal';
  * Judges the address about to be connected to. `hostPortListed`: the URL's host and port
  * match a host:port entry (checked before lookup), which opens internal addresses but
  * never the always-refused ones. A CIDR entry opens the internal addresses it contains,
- * on every port.
+ * on every port; it is matched against the judged address (`judgedAs`), so 127.0.0.1/32
+ * also opens `::ffff:127.0.0.1` and `64:ff9b::7f00:1`, and a Teredo address passes only
+ * when each internal address it carries is listed.
  */
 export function judgeAddress(
   address: string,
@@ -78,10 +113,12 @@ export function judgeAddress(
 ): AddressVerdict {
   const ip = parseIp(address);
   if (!ip) return 'internal';
-  if (isAlwaysRefused(ip)) return 'always_refused';
-  if (hostPortListed || !isInternal(ip)) return null;
-  const judged = formatIp(judgedAs(ip));
-  return allow.allowedCidrs.some((range) => cidrContains(range, judged)) ? null : 'internal';
+  const judged = judgedAs(ip);
+  if (judged.some(alwaysRefused)) return 'always_refused';
+  if (hostPortListed) return null;
+  const listed = (one: IpAddress) =>
+    allow.allowedCidrs.some((range) => cidrContains(range, formatIp(one)));
+  return judged.every((one) => !internal(one) || listed(one)) ? null : 'internal';
 }
 
 /** The host of a URL without IPv6 brackets, lowercased. */

@@ -52,6 +52,19 @@ describe('createWebhook refusals', () => {
     expectRefusal(body, { code: 'VALIDATION', reason });
   });
 
+  test('an IPv4-compatible loopback literal ([::127.0.0.1]) is refused and not stored', async () => {
+    const { body } = await svc.graph(CREATE, {
+      url: 'http://[::127.0.0.1]/',
+      events: ['contact.created'],
+    });
+    expectRefusal(body, { code: 'VALIDATION', reason: 'webhook_url_internal' });
+    const listed = await svc.graph(LIST, { first: 200 });
+    const urls = (listed.body.data?.webhooks as { edges: { node: { url: string } }[] }).edges.map(
+      (e) => e.node.url,
+    );
+    expect(urls).not.toContain('http://[::7f00:1]/');
+  });
+
   test('no events', async () => {
     const { body } = await svc.graph(CREATE, { url: 'https://example.com/h', events: [] });
     expectRefusal(body, { code: 'VALIDATION', reason: 'webhook_events_required' });
