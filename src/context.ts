@@ -14,6 +14,11 @@ export interface Actor {
   token: { id: string; name: string; scopes: ReadonlySet<string> | null } | null;
   /** The browser session the caller signed in with; null for a token. */
   sessionId: string | null;
+  /**
+   * When the credential stops working by itself (a session's end, a token's lifetime);
+   * null or absent: never. A stream opened with it ends then.
+   */
+  expiresAt?: Date | null;
 }
 
 /** What every resolver and service receives. Built once per request. */

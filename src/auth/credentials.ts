@@ -57,6 +57,7 @@ const tokenLookup = preparedPer((db) =>
       name: apiTokens.name,
       scopes: apiTokens.scopes,
       lastUsedAt: apiTokens.lastUsedAt,
+      expiresAt: apiTokens.expiresAt,
       userId: users.id,
       role: users.role,
     })
@@ -81,7 +82,12 @@ const tokenLookup = preparedPer((db) =>
 
 const sessionLookup = preparedPer((db) =>
   db
-    .select({ secretHash: sessions.secretHash, userId: users.id, role: users.role })
+    .select({
+      secretHash: sessions.secretHash,
+      expiresAt: sessions.expiresAt,
+      userId: users.id,
+      role: users.role,
+    })
     .from(sessions)
     .innerJoin(
       users,
@@ -122,6 +128,7 @@ async function actorFromToken(
     capabilities: capabilitiesOf(catalogue, row.role),
     token: { id: parsed.id, name: row.name, scopes: row.scopes ? new Set(row.scopes) : null },
     sessionId: null,
+    expiresAt: row.expiresAt,
   };
 }
 
@@ -141,5 +148,22 @@ async function actorFromSession(
     capabilities: capabilitiesOf(catalogue, row.role),
     token: null,
     sessionId: parsed.id,
+    expiresAt: row.expiresAt,
   };
+}
+
+/**
+ * Whether the credential `actor` was resolved from still works for the same account and
+ * role. A stream asks once it is registered for revocation notices: a revocation that
+ * committed between the request's credential read and that registration announced itself
+ * too early to reach it, and this read sees it instead.
+ */
+export async function credentialLive(db: Db, actor: Actor): Promise<boolean> {
+  const key = { workspaceId: actor.workspaceId };
+  const [row] = actor.token
+    ? await tokenLookup(db).execute({ ...key, id: actor.token.id })
+    : actor.sessionId
+      ? await sessionLookup(db).execute({ ...key, id: actor.sessionId })
+      : [];
+  return row !== undefined && row.userId === actor.userId && row.role === actor.role;
 }

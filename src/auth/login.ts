@@ -4,7 +4,7 @@ import { refuse } from '../errors.js';
 import { users, type User } from '../users/tables.js';
 import { workspaces } from '../workspaces/tables.js';
 import { hashPassword, verifyPassword } from './passwords.js';
-import { spendAttempt, waitBeforeAttempt, type Budget } from './rate-limit.js';
+import { refundAttempt, takeAttempt, type Budget } from './rate-limit.js';
 import { clearedSessionCookie, createSession, deleteSession, sessionCookie } from './sessions.js';
 
 /** SPEC 5: 10 failed attempts per client address per minute; no per-account lockout. */
@@ -42,29 +42,41 @@ async function candidates(
     .then((rows) => rows.map((row) => row.user));
 }
 
+/** The first candidate whose password matches; always runs at least one verification. */
+async function verifyCandidates(
+  ctx: Context,
+  input: { email: string; password: string; workspaceId?: string | null },
+): Promise<User | undefined> {
+  const found = await candidates(ctx, input.email, input.workspaceId ?? null);
+  for (const user of found) {
+    if (await verifyPassword(user.passwordHash as string, input.password)) return user;
+  }
+  if (found.length === 0) await verifyPassword(await decoy, input.password);
+  return undefined;
+}
+
 /**
  * Signs in and sets the session cookie. The same address may hold accounts in several
  * workspaces: the first (oldest workspace) whose password matches wins unless
- * `workspaceId` names one.
+ * `workspaceId` names one. Every check holds one attempt of the address's budget while
+ * it runs; a failure keeps it, a success gives it back (SPEC 5).
  */
 export async function login(
   ctx: Context,
   input: { email: string; password: string; workspaceId?: string | null },
 ): Promise<User> {
-  const budget = loginBudget(ctx);
-  const retryAfter = await waitBeforeAttempt(ctx.database.db, budget);
-  if (retryAfter > 0) throw refuse('rate_limited', { retryAfter }, { extensions: { retryAfter } });
-  const found = await candidates(ctx, input.email, input.workspaceId ?? null);
-  for (const user of found) {
-    if (await verifyPassword(user.passwordHash as string, input.password)) {
-      const cookie = await createSession(ctx.database.db, user);
-      ctx.responseCookies.push(sessionCookie(cookie));
-      return user;
-    }
+  const db = ctx.database.db;
+  const attempt = await takeAttempt(db, loginBudget(ctx));
+  if ('retryAfter' in attempt) {
+    const { retryAfter } = attempt;
+    throw refuse('rate_limited', { retryAfter }, { extensions: { retryAfter } });
   }
-  if (found.length === 0) await verifyPassword(await decoy, input.password);
-  await spendAttempt(ctx.database.db, budget);
-  throw refuse('credentials_invalid');
+  const user = await verifyCandidates(ctx, input);
+  if (!user) throw refuse('credentials_invalid');
+  await refundAttempt(db, attempt.attemptId);
+  const cookie = await createSession(db, user);
+  ctx.responseCookies.push(sessionCookie(cookie));
+  return user;
 }
 
 /** Ends the caller's browser session; a token has none to end. */

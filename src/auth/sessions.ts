@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { and, eq, lt } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
+import { announceRevocation } from '../events/revocations.js';
 import { mintSecret } from './secrets.js';
 import { sessions } from './tables.js';
 
@@ -35,19 +36,30 @@ export async function createSession(
   return minted.text;
 }
 
+/** Ends one session (sign-out); streams opened with it end in every process at commit. */
 export async function deleteSession(db: Db, workspaceId: string, id: string): Promise<void> {
-  await db.delete(sessions).where(and(eq(sessions.workspaceId, workspaceId), eq(sessions.id, id)));
+  await db.transaction(async (tx) => {
+    await tx
+      .delete(sessions)
+      .where(and(eq(sessions.workspaceId, workspaceId), eq(sessions.id, id)));
+    await announceRevocation(tx, { workspaceId, sessionId: id });
+  });
 }
 
-/** Signs an account out everywhere (disabling it, resetting its password). */
+/**
+ * Signs an account out everywhere (disabling it, resetting its password), in the caller's
+ * transaction: its sessions go, and the streams they opened end at commit. Its tokens
+ * are not touched.
+ */
 export async function revokeUserSessions(
-  db: Db,
+  tx: Db,
   workspaceId: string,
   userId: string,
 ): Promise<void> {
-  await db
+  await tx
     .delete(sessions)
     .where(and(eq(sessions.workspaceId, workspaceId), eq(sessions.userId, userId)));
+  await announceRevocation(tx, { workspaceId, userId, sessionsOnly: true });
 }
 
 export async function deleteExpiredSessions(db: Db): Promise<number> {

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { and, desc, eq, isNotNull, sql } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
 import { refuse } from '../errors.js';
+import { announceRevocation } from '../events/revocations.js';
 import { EVERY_AREA, type AccessCatalogue } from './access.js';
 import { TOKEN_PREFIX } from './credentials.js';
 import { mintSecret } from './secrets.js';
@@ -127,24 +128,30 @@ export async function pageApiTokens(
     .limit(page.size + 1);
 }
 
-/** Revokes one of the account's own tokens; another's id answers token_not_found. */
+/**
+ * Revokes one of the account's own tokens; another's id answers token_not_found. Streams
+ * opened with the token end at commit, in every process.
+ */
 export async function revokeApiToken(
   db: Db,
   workspaceId: string,
   userId: string,
   id: string,
 ): Promise<ApiToken> {
-  const [token] = await db
-    .update(apiTokens)
-    .set({ revokedAt: sql`coalesce(${apiTokens.revokedAt}, now())` })
-    .where(
-      and(
-        eq(apiTokens.workspaceId, workspaceId),
-        eq(apiTokens.userId, userId),
-        eq(apiTokens.id, id),
-      ),
-    )
-    .returning();
-  if (!token) throw refuse('token_not_found');
-  return token;
+  return db.transaction(async (tx) => {
+    const [token] = await tx
+      .update(apiTokens)
+      .set({ revokedAt: sql`coalesce(${apiTokens.revokedAt}, now())` })
+      .where(
+        and(
+          eq(apiTokens.workspaceId, workspaceId),
+          eq(apiTokens.userId, userId),
+          eq(apiTokens.id, id),
+        ),
+      )
+      .returning();
+    if (!token) throw refuse('token_not_found');
+    await announceRevocation(tx, { workspaceId, tokenId: id });
+    return token;
+  });
 }

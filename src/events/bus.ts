@@ -1,6 +1,10 @@
+import { credentialLive } from '../auth/credentials.js';
+import type { Actor } from '../context.js';
 import type { Database } from '../db/client.js';
 import type { Logger } from '../log.js';
+import { parseRevocation, REVOCATIONS_CHANNEL, revokes } from './revocations.js';
 import { EVENTS_CHANNEL, type EventNotice } from './service.js';
+import { openSubscription, type Subscriber } from './subscription.js';
 
 /** A notice as a subscriber receives it: the NOTIFY payload, `at` filled in when absent. */
 export interface BusNotice extends Omit<EventNotice, 'at'> {
@@ -8,8 +12,12 @@ export interface BusNotice extends Omit<EventNotice, 'at'> {
 }
 
 export interface SubscribeOptions {
-  /** Only notices of this workspace reach the subscriber. */
-  workspaceId: string;
+  /**
+   * Who opened the subscription, as the request's credential showed it. Only notices of
+   * its workspace reach it, and it ends when that credential is revoked (an
+   * `announceRevocation` naming it, in any process) or expires (`actor.expiresAt`).
+   */
+  actor: Actor;
   /** Further filter (audience, token scopes); notices it refuses are never queued. */
   accept?: (notice: BusNotice) => boolean;
   /** Ends the subscription when aborted (the client went away, the operation was cancelled). */
@@ -18,7 +26,10 @@ export interface SubscribeOptions {
   lifetimeMs?: number;
 }
 
-/** One subscriber's notices, in commit order; ends on `return()`, its signal, lifetime or overflow. */
+/**
+ * One subscriber's notices, in commit order; ends on `return()`, its signal, lifetime,
+ * its credential's revocation or expiry, or overflow.
+ */
 export interface Subscription extends AsyncIterableIterator<BusNotice> {
   /** Ends the subscription; a pending `next()` answers done. */
   close(): void;
@@ -63,17 +74,117 @@ export function parseNotice(payload: string): BusNotice | null {
   };
 }
 
-interface Subscriber {
-  offer(notice: BusNotice): void;
-  close(): void;
+/** The open subscribers of this process, by workspace. */
+function createRegistry() {
+  const byWorkspace = new Map<string, Set<Subscriber>>();
+  let count = 0;
+  return {
+    add(subscriber: Subscriber): void {
+      const { workspaceId } = subscriber.options.actor;
+      let set = byWorkspace.get(workspaceId);
+      if (!set) byWorkspace.set(workspaceId, (set = new Set()));
+      set.add(subscriber);
+      count += 1;
+    },
+    remove(subscriber: Subscriber): void {
+      const { workspaceId } = subscriber.options.actor;
+      const set = byWorkspace.get(workspaceId);
+      if (!set?.delete(subscriber)) return;
+      count -= 1;
+      if (set.size === 0) byWorkspace.delete(workspaceId);
+    },
+    /** A copy, so subscribers may end while the caller walks it. */
+    of: (workspaceId: string): Subscriber[] => [...(byWorkspace.get(workspaceId) ?? [])],
+    all: (): Subscriber[] => [...byWorkspace.values()].flatMap((set) => [...set]),
+    size: () => count,
+  };
+}
+
+type Registry = ReturnType<typeof createRegistry>;
+
+/** Hands each notice on `svc_events` to the subscribers of its workspace. */
+function noticeHandler(registry: Registry, log: Logger) {
+  return (payload: string): void => {
+    const notice = parseNotice(payload);
+    if (!notice) {
+      log.warn({ channel: EVENTS_CHANNEL }, 'event notice unreadable, skipped');
+      return;
+    }
+    for (const subscriber of registry.of(notice.workspaceId)) subscriber.offer(notice);
+  };
+}
+
+/** Ends the subscribers whose credential a notice on `svc_revocations` names. */
+function revocationHandler(registry: Registry, log: Logger) {
+  return (payload: string): void => {
+    const revocation = parseRevocation(payload);
+    if (!revocation) {
+      log.warn({ channel: REVOCATIONS_CHANNEL }, 'revocation notice unreadable, skipped');
+      return;
+    }
+    for (const subscriber of registry.of(revocation.workspaceId)) {
+      if (revokes(revocation, subscriber.options.actor)) subscriber.close();
+    }
+  };
+}
+
+function endAll(registry: Registry): void {
+  for (const subscriber of registry.all()) subscriber.close();
 }
 
 /**
- * The process's event bus: one dedicated LISTEN connection on `svc_events` (postgres.js
- * opens it beside the pool and listens again by itself after a reconnect), fanning each
- * notice out to the subscribers of its workspace in this process. PostgreSQL delivers a
- * notice at commit to every listening process, so a write on any process sharing the
- * database reaches streams on all of them; a rolled-back write announces nothing.
+ * LISTENs on `channel` (postgres.js keeps every channel on one connection). `onlisten` runs
+ * at first and again after every reconnect. Notices sent while the connection was down
+ * are lost; a revocation among them would leave a stream running on a dead credential, so
+ * every open stream ends and its client reconnects, signing in anew. After an outage
+ * postgres.js answers every LISTEN it queued meanwhile at once, so this runs in a burst;
+ * only the call that finds streams open logs at info.
+ */
+function listenOn(
+  database: Database,
+  log: Logger,
+  registry: Registry,
+  channel: string,
+  handle: (payload: string) => void,
+) {
+  let listens = 0;
+  return database.sql.listen(channel, handle, () => {
+    listens += 1;
+    if (listens === 1) return;
+    const ended = registry.size();
+    if (ended === 0) {
+      log.debug({ channel }, 'event bus listening again');
+      return;
+    }
+    log.info({ channel, ended }, 'event bus listening again, streams ended');
+    endAll(registry);
+  });
+}
+
+/**
+ * A revocation that committed after the request read its credential but before the
+ * subscriber was registered went by unseen; one read of the credential, made once the
+ * subscriber listens, catches it.
+ */
+function confirmCredential(database: Database, log: Logger, subscriber: Subscriber): void {
+  credentialLive(database.db, subscriber.options.actor).then(
+    (live) => {
+      if (!live) subscriber.close();
+    },
+    (error: unknown) => {
+      log.warn({ err: error }, 'stream credential could not be checked, stream ended');
+      subscriber.close();
+    },
+  );
+}
+
+/**
+ * The process's event bus: one dedicated LISTEN connection (postgres.js opens it beside
+ * the pool and listens again by itself after a reconnect) on two channels. `svc_events`
+ * notices fan out to the subscribers of their workspace in this process; `svc_revocations`
+ * notices end the subscribers whose credential they name. PostgreSQL delivers a notice at
+ * commit to every listening process, so a change on any process sharing the database
+ * reaches streams on all of them; a rolled-back change announces nothing.
  *
  * Each subscriber has a bounded queue; one that falls `maxQueue` notices behind is ended
  * rather than silently skipped, so its client reconnects and refetches instead of
@@ -85,137 +196,47 @@ export async function startEventBus(
   options: EventBusOptions = {},
 ): Promise<EventBus> {
   const maxQueue = options.maxQueue ?? 256;
-  const byWorkspace = new Map<string, Set<Subscriber>>();
-  let count = 0;
+  const registry = createRegistry();
   let ending = false;
   let closed: Promise<void> | undefined;
 
-  function deliver(payload: string): void {
-    const notice = parseNotice(payload);
-    if (!notice) {
-      log.warn({ channel: EVENTS_CHANNEL }, 'event notice unreadable, skipped');
-      return;
-    }
-    const subscribers = byWorkspace.get(notice.workspaceId);
-    if (!subscribers) return;
-    for (const subscriber of [...subscribers]) subscriber.offer(notice);
-  }
-
-  let listening = 0;
-  const listener = await database.sql.listen(EVENTS_CHANNEL, deliver, () => {
-    // Called at first and again after every reconnect; notices sent while the connection
-    // was down are lost (there is no replay: clients refetch when they reconnect).
-    listening += 1;
-    if (listening > 1) log.info({ channel: EVENTS_CHANNEL }, 'event bus listening again');
-  });
+  const listeners = [
+    await listenOn(database, log, registry, EVENTS_CHANNEL, noticeHandler(registry, log)),
+    await listenOn(database, log, registry, REVOCATIONS_CHANNEL, revocationHandler(registry, log)),
+  ];
 
   function subscribe(opts: SubscribeOptions): Subscription {
-    const queue: BusNotice[] = [];
-    let waiting: ((result: IteratorResult<BusNotice>) => void) | null = null;
-    let done = false;
-    let timer: NodeJS.Timeout | undefined;
-
-    const subscriber: Subscriber = {
-      offer(notice) {
-        if (done) return;
-        if (opts.accept && !opts.accept(notice)) return;
-        if (waiting) {
-          const resolve = waiting;
-          waiting = null;
-          resolve({ value: notice, done: false });
-          return;
-        }
-        if (queue.length >= maxQueue) {
-          log.info({ workspaceId: opts.workspaceId, maxQueue }, 'event subscriber too slow, ended');
-          end();
-          return;
-        }
-        queue.push(notice);
-      },
-      close: () => end(),
-    };
-
-    function onAbort() {
-      end();
-    }
-
-    function end(): void {
-      if (done) return;
-      done = true;
-      clearTimeout(timer);
-      opts.signal?.removeEventListener('abort', onAbort);
-      const set = byWorkspace.get(opts.workspaceId);
-      if (set?.delete(subscriber)) {
-        count -= 1;
-        if (set.size === 0) byWorkspace.delete(opts.workspaceId);
-      }
-      // Notices already queued are dropped: the stream is over and the client refetches.
-      queue.length = 0;
-      if (waiting) {
-        const resolve = waiting;
-        waiting = null;
-        resolve({ value: undefined, done: true });
-      }
-    }
-
-    const iterator: Subscription = {
-      next() {
-        if (queue.length > 0) {
-          return Promise.resolve({ value: queue.shift() as BusNotice, done: false });
-        }
-        if (done) return Promise.resolve({ value: undefined, done: true });
-        return new Promise((resolve) => {
-          waiting = resolve;
-        });
-      },
-      return() {
-        end();
-        return Promise.resolve({ value: undefined, done: true });
-      },
-      throw(error?: unknown) {
-        end();
-        return Promise.reject(error instanceof Error ? error : new Error(String(error)));
-      },
-      close: end,
-      [Symbol.asyncIterator]() {
-        return iterator;
-      },
-    };
-
+    const { subscriber, iterator } = openSubscription(opts, {
+      maxQueue,
+      log,
+      onEnd: (ended) => registry.remove(ended),
+    });
     if (ending || opts.signal?.aborted) {
-      done = true;
+      subscriber.close();
       return iterator;
     }
-    let set = byWorkspace.get(opts.workspaceId);
-    if (!set) byWorkspace.set(opts.workspaceId, (set = new Set()));
-    set.add(subscriber);
-    count += 1;
-    opts.signal?.addEventListener('abort', onAbort, { once: true });
-    if (opts.lifetimeMs !== undefined) {
-      timer = setTimeout(end, opts.lifetimeMs);
-      timer.unref();
-    }
+    registry.add(subscriber);
+    confirmCredential(database, log, subscriber);
     return iterator;
-  }
-
-  function endSubscriptions(): void {
-    ending = true;
-    for (const set of [...byWorkspace.values()]) {
-      for (const subscriber of [...set]) subscriber.close();
-    }
   }
 
   return {
     subscribe,
-    size: () => count,
-    endSubscriptions,
+    size: () => registry.size(),
+    endSubscriptions() {
+      ending = true;
+      endAll(registry);
+    },
     close() {
       closed ??= (async () => {
-        endSubscriptions();
-        try {
-          await listener.unlisten();
-        } catch (error) {
-          log.warn({ err: error }, 'event bus could not stop listening');
+        ending = true;
+        endAll(registry);
+        for (const listener of listeners) {
+          try {
+            await listener.unlisten();
+          } catch (error) {
+            log.warn({ err: error }, 'event bus could not stop listening');
+          }
         }
       })();
       return closed;

@@ -72,7 +72,7 @@ builder.subscriptionFields((t) => ({
       const actor = ctx.actor as Actor; // the type's `authenticated` scope ran first
       if (!streamRequested(ctx.headers.get('accept'))) throw streamRequired();
       return ctx.events.subscribe({
-        workspaceId: actor.workspaceId,
+        actor,
         accept: (notice) => mayReceive(actor, ctx.access, notice),
         signal: ctx.signal,
         lifetimeMs: ctx.config.graph.streamLifetimeMs,

@@ -1,8 +1,9 @@
 import { and, eq, inArray, isNotNull, isNull, ne, sql } from 'drizzle-orm';
 import { capabilitiesOf, type AccessCatalogue } from '../auth/access.js';
-import { sessions } from '../auth/tables.js';
+import { revokeUserSessions } from '../auth/sessions.js';
 import type { Actor, Context } from '../context.js';
 import { refuse } from '../errors.js';
+import { announceRevocation } from '../events/revocations.js';
 import type { Queryable, Tx } from './links.js';
 import { users, type NewUser, type User } from './tables.js';
 
@@ -137,7 +138,10 @@ async function writeAccount(ctx: Context, userId: string, write: AccountWrite): 
   });
 }
 
-/** `setUserRole`: `role` is a declared role name, or `''` for no role. */
+/**
+ * `setUserRole`: `role` is a declared role name, or `''` for no role. The account's open
+ * streams end at commit: each holds the role it was opened with, and reopens with the new.
+ */
 export function setUserRole(ctx: Context, input: { userId: string; role: string }): Promise<User> {
   const role = parseRole(ctx.access, input.role);
   return writeAccount(ctx, input.userId, {
@@ -146,12 +150,16 @@ export function setUserRole(ctx: Context, input: { userId: string; role: string 
       assertWithinReach(ctx.access, actor, role);
     },
     set: () => ({ role }),
+    async after(tx, user) {
+      await announceRevocation(tx, { workspaceId: user.workspaceId, userId: user.id });
+    },
   });
 }
 
 /**
  * `setUserDisabled`: disabling deletes every session of the account in the same
- * transaction; its tokens stop by themselves (credentials read `disabled_at`).
+ * transaction; its tokens stop by themselves (credentials read `disabled_at`), and every
+ * stream the account has open ends at commit, in every process.
  * Enabling one's own account is a no-op, since a disabled account cannot ask.
  */
 export function setUserDisabled(
@@ -165,9 +173,9 @@ export function setUserDisabled(
     set: (target) => ({ disabledAt: input.disabled ? (target.disabledAt ?? new Date()) : null }),
     async after(tx, user) {
       if (!input.disabled) return;
-      await tx
-        .delete(sessions)
-        .where(and(eq(sessions.workspaceId, user.workspaceId), eq(sessions.userId, user.id)));
+      await revokeUserSessions(tx, user.workspaceId, user.id);
+      // Its tokens' streams end too; the tokens themselves stop at their next request.
+      await announceRevocation(tx, { workspaceId: user.workspaceId, userId: user.id });
     },
   });
 }

@@ -1,7 +1,8 @@
 import { and, asc, eq, gt, isNotNull, isNull, sql } from 'drizzle-orm';
 import { hashPassword } from '../auth/passwords.js';
-import { spendAttempt, waitBeforeAttempt, type Budget } from '../auth/rate-limit.js';
-import { passwordResets, sessions } from '../auth/tables.js';
+import { takeAttempt, type Budget } from '../auth/rate-limit.js';
+import { revokeUserSessions } from '../auth/sessions.js';
+import { passwordResets } from '../auth/tables.js';
 import type { Config } from '../config.js';
 import type { Context } from '../context.js';
 import { refuse } from '../errors.js';
@@ -124,10 +125,12 @@ export async function requestPasswordReset(
   input: { email: string; workspaceId?: string | null },
 ): Promise<true> {
   const email = parseEmail(input.email);
-  const budget = resetBudget(ctx);
-  const retryAfter = await waitBeforeAttempt(ctx.database.db, budget);
-  if (retryAfter > 0) throw refuse('rate_limited', { retryAfter }, { extensions: { retryAfter } });
-  await spendAttempt(ctx.database.db, budget);
+  // Every request spends one, answered or not: the budget counts requests, not failures.
+  const attempt = await takeAttempt(ctx.database.db, resetBudget(ctx));
+  if ('retryAfter' in attempt) {
+    const { retryAfter } = attempt;
+    throw refuse('rate_limited', { retryAfter }, { extensions: { retryAfter } });
+  }
   if (ctx.config.mail === null) return true;
   const user = await findResettable(ctx, email, input.workspaceId ?? null);
   if (!user) return true;
@@ -143,7 +146,8 @@ export async function requestPasswordReset(
 
 /**
  * `resetPassword`: sets the new password, spends every reset link of the account, ends
- * all its sessions and signs this caller in with a fresh one. API tokens stay.
+ * all its sessions (and the streams they opened) and signs this caller in with a fresh
+ * one. API tokens and their streams stay.
  */
 export async function resetPassword(
   ctx: Context,
@@ -168,9 +172,7 @@ export async function resetPassword(
       .returning();
     if (!user) throw refuse('link_invalid');
     await spendLinksOf(tx, 'reset', user);
-    await tx
-      .delete(sessions)
-      .where(and(eq(sessions.workspaceId, user.workspaceId), eq(sessions.userId, user.id)));
+    await revokeUserSessions(tx, user.workspaceId, user.id);
     return user;
   });
   await signIn(ctx, user);

@@ -2,6 +2,7 @@ import { asc, eq, sql } from 'drizzle-orm';
 import type { Config } from '../config.js';
 import { workspaceCounts } from '../contacts/tables.js';
 import type { Db } from '../db/client.js';
+import { announceRevocation } from '../events/revocations.js';
 import { users } from '../users/tables.js';
 import { workspaces, type Workspace } from './tables.js';
 
@@ -38,18 +39,22 @@ export async function workspacesWithName(db: Db, name: string): Promise<Workspac
  * Deactivates (`at` a date) or reactivates (`at` null) a workspace. Nothing else changes:
  * its accounts, sessions, tokens and records stay, and the credential reads (which check
  * `deactivated_at is null` on every request, uncached) refuse or accept them at once.
+ * Deactivating also ends every stream open in the workspace, in every process, at commit.
  */
 export async function setWorkspaceDeactivated(
   db: Db,
   id: string,
   at: Date | null,
 ): Promise<Workspace | undefined> {
-  const [row] = await db
-    .update(workspaces)
-    .set({ deactivatedAt: at })
-    .where(eq(workspaces.id, id))
-    .returning();
-  return row;
+  return db.transaction(async (tx) => {
+    const [row] = await tx
+      .update(workspaces)
+      .set({ deactivatedAt: at })
+      .where(eq(workspaces.id, id))
+      .returning();
+    if (row && at !== null) await announceRevocation(tx, { workspaceId: row.id });
+    return row;
+  });
 }
 
 export interface WorkspaceSummary {

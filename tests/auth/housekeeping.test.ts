@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { deleteOldAttempts, spendAttempt } from '../../src/auth/rate-limit.js';
+import { deleteOldAttempts, takeAttempt } from '../../src/auth/rate-limit.js';
 import { deleteExpiredSessions } from '../../src/auth/sessions.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { createUser, createWorkspace, sessionCookieFor } from '../support/factories.js';
@@ -28,8 +28,9 @@ describe('housekeeping', () => {
   });
 
   test('drops attempts no window counts any more', async () => {
-    await spendAttempt(db.database.db, { bucket: 'login', key: '192.0.2.1' });
-    await spendAttempt(db.database.db, { bucket: 'login', key: '192.0.2.2' });
+    const budget = { bucket: 'login', limit: 10, windowMs: 60_000 } as const;
+    await takeAttempt(db.database.db, { ...budget, key: '192.0.2.1' });
+    await takeAttempt(db.database.db, { ...budget, key: '192.0.2.2' });
     await db.database
       .sql`update rate_events set at = now() - interval '2 hours' where key = '192.0.2.1'`;
     await deleteOldAttempts(db.database.db, 60 * 60 * 1000);

@@ -103,6 +103,27 @@ export async function openStream(
   return stream;
 }
 
+/** The frame a server sends when it ends a stream in order. */
+export const COMPLETE: Frame = { event: 'complete', data: '' };
+
+/**
+ * Waits for the server to end `stream` and answers the frame it ended with (`COMPLETE`
+ * when it ended in order); fails once `withinMs` pass with the stream still open. A bound,
+ * not a pause: it answers as soon as the stream ends.
+ */
+export async function endOf(stream: SseStream, withinMs: number): Promise<Frame | null> {
+  let timer: NodeJS.Timeout | undefined;
+  const bound = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(`stream still open after ${withinMs} ms`)), withinMs);
+  });
+  try {
+    await Promise.race([stream.ended, bound]);
+  } finally {
+    clearTimeout(timer);
+  }
+  return stream.frame();
+}
+
 /** Records an event in a transaction of its own, committed (or rolled back) on return. */
 export async function record(db: Db, event: NewEvent, options: { rollback?: boolean } = {}) {
   const rolledBack = new Error('rolled back on purpose');
