@@ -64,6 +64,11 @@ export interface Config {
     addr: HostPort;
     webDir: string | null;
     trustedProxies: CidrRange[];
+    /**
+     * SVC_CORS_ORIGINS, canonical (`https://app.example.com`): other origins whose pages
+     * may use the graph with the session cookie. Empty: no CORS answers at all.
+     */
+    corsOrigins: string[];
     devGraphiql: boolean;
   };
   /** Null without SVC_SMTP_HOST: no mail is sent. */

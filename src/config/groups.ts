@@ -4,6 +4,7 @@ import {
   baseUrl,
   byteSize,
   cidrList,
+  corsOrigins,
   count,
   databaseUrl,
   duration,
@@ -26,6 +27,7 @@ export function readServer(env: EnvReader): Config['server'] {
     addr: r.read('SVC_ADDR', listenAddress, 'localhost:8080'),
     webDir: r.optional('SVC_WEB_DIR', text),
     trustedProxies: r.read('SVC_TRUSTED_PROXIES', cidrList, ''),
+    corsOrigins: r.read('SVC_CORS_ORIGINS', corsOrigins, ''),
     devGraphiql: env.isSet('SVC_DEV_GRAPHIQL'),
   };
 }

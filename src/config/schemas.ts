@@ -1,6 +1,7 @@
 import * as v from 'valibot';
 import type { SmtpTls } from '../config.js';
 import { parseCidrList } from './cidr.js';
+import { parseCorsOrigins } from './cors.js';
 import { parseDatabaseUrl } from './database-url.js';
 import { parseDirectory } from './directory.js';
 import { MAX_TIMER_MS, parseDuration } from './duration.js';
@@ -36,6 +37,7 @@ export const graceDuration = fromParser((t) => parseDuration(t, { allowZero: tru
 /** SVC_ADDR; `:8080` means every interface, as in Go (`host` is then ''). */
 export const listenAddress = fromParser((t) => parseHostPort(t, { allowEmptyHost: true }));
 export const cidrList = fromParser(parseCidrList);
+export const corsOrigins = fromParser(parseCorsOrigins);
 export const webhookAllowList = fromParser(parseWebhookAllowList);
 export const databaseUrl = fromParser(parseDatabaseUrl);
 export const locale = fromParser(parseLocale);

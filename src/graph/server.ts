@@ -7,6 +7,7 @@ import type { Logger } from '../log.js';
 import { useComplexityLimit } from './complexity.js';
 import { useOperationDeadline } from './deadline.js';
 import { createErrorMasker, useRequestErrorShape } from './error-shape.js';
+import { useIntrospectionGate } from './introspection.js';
 
 export const GRAPH_PATH = '/api/graphql';
 
@@ -25,6 +26,9 @@ export function createGraphServer(schema: GraphQLSchema, config: Config, log: Lo
     schema,
     graphqlEndpoint: GRAPH_PATH,
     landingPage: false,
+    // Yoga's default CORS names any origin back with credentials; the HTTP layer answers
+    // CORS for SVC_CORS_ORIGINS alone (src/http/guards/cors.ts).
+    cors: false,
     // Bundled GraphiQL: no assets from a CDN, so it works offline and behind a strict CSP.
     graphiql: config.server.devGraphiql ? { title: 'svc GraphQL' } : false,
     renderGraphiQL,
@@ -40,6 +44,7 @@ export function createGraphServer(schema: GraphQLSchema, config: Config, log: Lo
     maxRequestBodySize: false,
     plugins: [
       useRequestErrorShape(),
+      useIntrospectionGate({ allowAnonymous: config.server.devGraphiql }),
       useComplexityLimit({ defaultPageSize: config.graph.pageSize, retryAfterSeconds }),
       useOperationDeadline({ timeoutMs: config.graph.operationTimeoutMs, retryAfterSeconds }),
     ],

@@ -77,8 +77,13 @@ export function createApp(deps: AppDeps): App {
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://localhost');
     const path = url.pathname;
-    // SPEC 5: a browser write from another origin is refused before anything reads it.
-    const crossOrigin = crossOriginRefusal(req.method ?? 'GET', req.headers);
+    // SPEC 5: a browser write from another origin is refused before anything reads it;
+    // an origin SVC_CORS_ORIGINS lists counts as the service's own.
+    const crossOrigin = crossOriginRefusal(
+      req.method ?? 'GET',
+      req.headers,
+      config.server.corsOrigins,
+    );
     if (crossOrigin) {
       log.warn(
         { reason: crossOrigin.reason, path, origin: req.headers.origin },

@@ -12,6 +12,8 @@ import type { Logger } from '../log.js';
 import type { createCancellation } from './cancellation.js';
 import { anonymousBodyRefusal, anonymousQueryRefusal } from './guards/anonymous.js';
 import { answerTooLargeBody } from './guards/answer-cap.js';
+import { applyCors } from './guards/cors.js';
+import { GRAPH_GET_REFUSED_BODY, graphGetRefused } from './guards/graph-get.js';
 import { createSlots, type Slots } from './guards/slots.js';
 import { streamRequested } from './guards/stream-accept.js';
 import { readBody, sendJson, sendWebResponse, toWebRequest } from './node-fetch-bridge.js';
@@ -111,6 +113,10 @@ export function createGraphRoute(deps: GraphRouteDeps) {
     url: URL,
     clientAddress: string,
   ): Promise<void> {
+    if (applyCors(req, res, config.server.corsOrigins)) return;
+    if (graphGetRefused(req.method ?? 'GET', req.headers.accept, config.server.devGraphiql)) {
+      return sendJson(res, 405, GRAPH_GET_REFUSED_BODY, { allow: 'POST' });
+    }
     const credential = await resolveCredential(deps.database.db, deps.access, req.headers);
     if ('invalidToken' in credential) {
       return graphRefusal(

@@ -28,6 +28,20 @@ describe('svc check', () => {
     expect(result.stderr).not.toMatch(/ECONNREFUSED|connect/);
   });
 
+  test('names each refused SVC_CORS_ORIGINS entry and exits 1', async () => {
+    const result = await runSvc(['check'], {
+      SVC_DATABASE_URL: 'postgres://u:p@127.0.0.1:1/none',
+      SVC_CORS_ORIGINS: 'https://app.example.com, null, https://admin.example.com/ui',
+    });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain(
+      'SVC_CORS_ORIGINS must list http or https origins; null is refused (any sandboxed page sends it) (got "null")',
+    );
+    expect(result.stderr).toContain(
+      'SVC_CORS_ORIGINS must list origins with no path, query, fragment or user name (got "https://admin.example.com/ui")',
+    );
+  });
+
   test('reads ./.env, and a real environment variable wins over it', async () => {
     const cwd = mkdtempSync(path.join(tmpdir(), 'svc-env-'));
     writeFileSync(path.join(cwd, '.env'), 'SVC_GRAPH_PAGE_CAP=9999\nSVC_TOAST_DURATION=soon\n');

@@ -36,6 +36,7 @@ const DEFAULTS: [string, string, unknown][] = [
   ['SVC_ADDR', 'server.addr', { host: 'localhost', port: 8080 }],
   ['SVC_WEB_DIR', 'server.webDir', null],
   ['SVC_TRUSTED_PROXIES', 'server.trustedProxies', []],
+  ['SVC_CORS_ORIGINS', 'server.corsOrigins', []],
   ['SVC_DEV_GRAPHIQL', 'server.devGraphiql', false],
   ['SVC_SMTP_HOST', 'mail', null],
   ['SVC_INVITE_TTL', 'invitations.inviteTtlMs', 168 * 3_600_000],
@@ -116,6 +117,12 @@ const ACCEPTED: [string, string, string, unknown][] = [
   ['SVC_WEB_DIR', './web/dist', 'server.webDir', './web/dist'],
   ['SVC_DEV_GRAPHIQL', '1', 'server.devGraphiql', true],
   ['SVC_DEV_GRAPHIQL', 'false', 'server.devGraphiql', true],
+  [
+    'SVC_CORS_ORIGINS',
+    'https://App.example.com/, http://localhost:5173',
+    'server.corsOrigins',
+    ['https://app.example.com', 'http://localhost:5173'],
+  ],
   ['SVC_INVITE_TTL', '72h', 'invitations.inviteTtlMs', 72 * 3_600_000],
   ['SVC_INVITE_TTL', '720h', 'invitations.inviteTtlMs', 720 * 3_600_000],
   ['SVC_RESET_TTL', '30m', 'invitations.resetTtlMs', 1_800_000],
@@ -198,6 +205,15 @@ const REFUSED: [string, string, ConfigGroup][] = [
   ['SVC_TRUSTED_PROXIES', '::ffff:10.0.0.0/95', 'server'],
   ['SVC_TRUSTED_PROXIES', '10.0.0.0/33', 'server'],
   ['SVC_TRUSTED_PROXIES', 'proxy.internal/32', 'server'],
+  ['SVC_CORS_ORIGINS', '*', 'server'],
+  ['SVC_CORS_ORIGINS', 'null', 'server'],
+  ['SVC_CORS_ORIGINS', 'https://app.example.com, https://*.example.com', 'server'],
+  ['SVC_CORS_ORIGINS', 'https://app.example.com/app', 'server'],
+  ['SVC_CORS_ORIGINS', 'https://app.example.com?x=1', 'server'],
+  ['SVC_CORS_ORIGINS', 'https://app.example.com#top', 'server'],
+  ['SVC_CORS_ORIGINS', 'https://user@app.example.com', 'server'],
+  ['SVC_CORS_ORIGINS', 'app.example.com', 'server'],
+  ['SVC_CORS_ORIGINS', 'ftp://app.example.com', 'server'],
   ['SVC_INVITE_TTL', '0s', 'invitations'],
   ['SVC_INVITE_TTL', '7d', 'invitations'],
   ['SVC_RESET_TTL', '1.5h', 'invitations'],
@@ -329,6 +345,19 @@ describe('refused values', () => {
           'SVC_TRUSTED_PROXIES must list CIDR ranges such as 10.0.0.5/32, not bare addresses (got "192.168.0.1")',
       },
     ]);
+  });
+
+  test('a wildcard CORS origin is named, says why, and stops serve', () => {
+    const problems = problemsOf({ SVC_CORS_ORIGINS: 'https://app.example.com, *' });
+    expect(problems).toEqual([
+      {
+        variable: 'SVC_CORS_ORIGINS',
+        group: 'server',
+        message:
+          'SVC_CORS_ORIGINS must list exact origins; * is refused because the session cookie is sent (got "*")',
+      },
+    ]);
+    expect(problemsStoppingServe(problems)).toEqual(problems);
   });
 
   test('names a host name without a port in the webhook allow list', () => {

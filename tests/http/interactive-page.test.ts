@@ -23,3 +23,14 @@ test('with SVC_DEV_GRAPHIQL set, the graph is still answered on POST /api/graphq
   expect(status).toBe(200);
   expect(body).toEqual({ data: { version: expect.any(String) } });
 });
+
+test('with SVC_DEV_GRAPHIQL set, a GET query runs', async () => {
+  const response = await fetch(
+    `${svc.url}/api/graphql?query=${encodeURIComponent('{ version }')}`,
+    {
+      headers: { ...svc.adminHeaders, accept: 'application/json' },
+    },
+  );
+  expect(response.status).toBe(200);
+  expect(await response.json()).toEqual({ data: { version: expect.any(String) } });
+});

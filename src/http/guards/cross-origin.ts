@@ -1,3 +1,5 @@
+import { isListedOrigin } from './cors.js';
+
 /** The 403 body of a refused cross-origin write (SPEC 5, 7.2). */
 export const CROSS_ORIGIN_BODY = Object.freeze({
   error: 'cross-origin request refused',
@@ -24,13 +26,18 @@ const HOST_HEADER = /^(\[[0-9A-Fa-f:.]+\]|[^\s:/?#@[\]\\]+)(?::([0-9]{1,5}))?$/;
  * browser, or one too old to say). `Sec-Fetch-Site` wins when present: only `same-origin`
  * passes. Otherwise the `Origin` host and port must equal the `Host` header's; schemes are
  * not compared (a TLS-terminating proxy makes them differ), and `X-Forwarded-Host` is never
- * read, since any client can set it. Answers the reason to log, or null to let it pass.
+ * read, since any client can set it. An `Origin` listed in `listedOrigins`
+ * (SVC_CORS_ORIGINS) passes whatever `Sec-Fetch-Site` says: the operator named its pages
+ * as the service's own, and a page cannot forge its Origin. Answers the reason to log,
+ * or null to let it pass.
  */
 export function crossOriginRefusal(
   method: string,
   headers: CrossOriginHeaders,
+  listedOrigins: readonly string[] = [],
 ): null | { reason: CrossOriginReason } {
   if (READS.has(method)) return null;
+  if (isListedOrigin(headers.origin, listedOrigins)) return null;
   const fetchSite = headers['sec-fetch-site'];
   const origin = headers.origin;
   if (fetchSite === undefined && origin === undefined) return null;

@@ -105,6 +105,39 @@ describe('crossOriginRefusal', () => {
     expect(crossOriginRefusal('POST', headers)).toEqual({ reason: 'origin' });
   });
 
+  describe('with SVC_CORS_ORIGINS', () => {
+    const listed = ['https://app.example', 'http://localhost:5173'];
+
+    test.each(['cross-site', 'same-site'])(
+      'passes a write from a listed origin even when Sec-Fetch-Site says %s',
+      (fetchSite) => {
+        const headers = { 'sec-fetch-site': fetchSite, origin: 'https://app.example', host: HOST };
+        expect(crossOriginRefusal('POST', headers, listed)).toBeNull();
+      },
+    );
+
+    test('passes a write from a listed origin that sends no Sec-Fetch-Site', () => {
+      const headers = { origin: 'http://localhost:5173', host: HOST };
+      expect(crossOriginRefusal('DELETE', headers, listed)).toBeNull();
+    });
+
+    test.each([
+      'https://evil.example',
+      'http://app.example',
+      'https://app.example:8443',
+      'https://sub.app.example',
+      'null',
+    ])('still refuses a write from %s, which is not listed', (origin) => {
+      const headers = { 'sec-fetch-site': 'cross-site', origin, host: HOST };
+      expect(crossOriginRefusal('POST', headers, listed)).toEqual({ reason: 'fetch-site' });
+    });
+
+    test('still refuses a cross-site write that names no Origin', () => {
+      const headers = { 'sec-fetch-site': 'cross-site', host: HOST };
+      expect(crossOriginRefusal('POST', headers, listed)).toEqual({ reason: 'fetch-site' });
+    });
+  });
+
   test('answers the refusal body of SPEC 7.2', () => {
     expect(CROSS_ORIGIN_BODY).toEqual({
       error: 'cross-origin request refused',
