@@ -3,7 +3,8 @@ import type { AddressInfo } from 'node:net';
 import { buildCatalogue, type AccessCatalogue } from './auth/access.js';
 import { startHousekeeping } from './auth/housekeeping.js';
 import type { Config } from './config.js';
-import { createDatabase, type Database } from './db/client.js';
+import { createDatabase, SERVE_POOL_SIZE, type Database } from './db/client.js';
+import { createQueryGate } from './db/gate.js';
 import { startEventBus, type EventBus } from './events/bus.js';
 import {
   applyMigrations,
@@ -60,16 +61,39 @@ export async function migrateAll(
 }
 
 /**
+ * How long past SVC_GRAPH_OPERATION_TIMEOUT a statement of the serving pool may run. The
+ * deadline cancels a request's statements itself; this is the backstop should a cancel
+ * not arrive, so nothing a request started outlives its answer by more than this.
+ */
+const STATEMENT_TIMEOUT_MARGIN_MS = 5_000;
+
+/** Migrations on a pool of their own: they may run longer than any request's statement. */
+async function migrateOnce(
+  url: string,
+  plugins: readonly LoadedPlugin[],
+  log: Logger,
+): Promise<MigrationSet[]> {
+  const database = createDatabase(url, { max: 2, applicationName: 'svc migrate' });
+  try {
+    return await migrateAll(database, plugins, log);
+  } finally {
+    await database.close();
+  }
+}
+
+/**
  * `svc serve`: migrations, plugins, then the HTTP server with SPEC 8.2's timeouts. Any
  * number of these may share one database; nothing here is kept only in memory.
  */
 export async function startService(options: ServiceOptions): Promise<Service> {
   const { config, log } = options;
-  const database = createDatabase(options.databaseUrl);
+  const database = createDatabase(options.databaseUrl, {
+    statementTimeoutMs: config.graph.operationTimeoutMs + STATEMENT_TIMEOUT_MARGIN_MS,
+  });
   let events: EventBus | undefined;
   try {
     const plugins = await loadPlugins(options.plugins);
-    const migrationSets = await migrateAll(database, plugins, log);
+    const migrationSets = await migrateOnce(options.databaseUrl, plugins, log);
     const schema = buildSchema();
     const access = buildCatalogue(plugins);
     setEventCatalogue(plugins);
@@ -97,6 +121,8 @@ async function listen(deps: {
   let shuttingDown = false;
   const app = createApp({
     ...deps,
+    // One caller's statements hold at most half the pool (docs/scaling.md).
+    gate: createQueryGate(database, { share: Math.floor(SERVE_POOL_SIZE / 2) }),
     shutdownSignal: cancel.signal,
     isShuttingDown: () => shuttingDown,
   });

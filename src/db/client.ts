@@ -15,15 +15,27 @@ export interface DatabaseOptions {
   /** Pool size. @default 10 */
   max?: number;
   applicationName?: string;
+  /**
+   * PostgreSQL's `statement_timeout` on every connection of the pool: the backstop that
+   * ends a statement whose request was answered but whose cancel never arrived.
+   * @default none
+   */
+  statementTimeoutMs?: number;
 }
+
+/** Connections `svc serve` keeps open to PostgreSQL per process. */
+export const SERVE_POOL_SIZE = 10;
 
 /** One pool per process; every server, command and test goes through here. */
 export function createDatabase(url: string, options: DatabaseOptions = {}): Database {
   const sql = postgres(url, {
-    max: options.max ?? 10,
+    max: options.max ?? SERVE_POOL_SIZE,
     // Notices (e.g. "schema already exists") are noise in structured logs.
     onnotice: () => {},
-    connection: { application_name: options.applicationName ?? 'svc' },
+    connection: {
+      application_name: options.applicationName ?? 'svc',
+      ...(options.statementTimeoutMs ? { statement_timeout: options.statementTimeoutMs } : {}),
+    },
   });
   const db = drizzle(sql, { casing: 'snake_case' });
   return {

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { GraphQLError } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
+import { isCancellation } from '../db/gate.js';
 import { AppError, internalError } from '../errors.js';
 import type { Logger } from '../log.js';
 
@@ -50,7 +51,10 @@ export function createErrorMasker(log: Logger) {
       });
     }
     const correlationId = randomUUID();
-    log.error({ err: error, correlationId }, 'unexpected error in a graph operation');
+    // A statement ended because its request was (deadline, client gone, shutdown): the
+    // answer, if anyone still reads it, is INTERNAL, but nothing failed.
+    if (isCancellation(error)) log.info({ correlationId }, 'graph operation cancelled');
+    else log.error({ err: error, correlationId }, 'unexpected error in a graph operation');
     const masked = internalError(correlationId);
     const path = (error as { path?: readonly (string | number)[] }).path;
     return path

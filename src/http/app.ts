@@ -4,6 +4,7 @@ import type { GraphQLSchema } from 'graphql';
 import sirv from 'sirv';
 import type { Config } from '../config.js';
 import type { Database } from '../db/client.js';
+import type { QueryGate } from '../db/gate.js';
 import type { EventBus } from '../events/bus.js';
 import { pendingMigrationSets, type MigrationSet } from '../db/migrate.js';
 import { createGraphServer, GRAPH_PATH, type GraphServer } from '../graph/server.js';
@@ -23,6 +24,8 @@ import { createPluginRouter, PLUGIN_ROUTE_PREFIX } from './plugin-routes.js';
 export interface AppDeps {
   config: Config;
   database: Database;
+  /** Each request's view of `database`: its caller's share of the pool, cancelled with it. */
+  gate: QueryGate;
   log: Logger;
   schema: GraphQLSchema;
   plugins: readonly LoadedPlugin[];

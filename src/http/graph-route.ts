@@ -5,6 +5,7 @@ import { resolveCredential } from '../auth/credentials.js';
 import type { Config } from '../config.js';
 import type { Actor } from '../context.js';
 import type { Database } from '../db/client.js';
+import type { QueryGate } from '../db/gate.js';
 import type { EventBus } from '../events/bus.js';
 import { refuse, type AppError } from '../errors.js';
 import type { GraphServer } from '../graph/server.js';
@@ -21,6 +22,7 @@ import { readBody, sendJson, sendWebResponse, toWebRequest } from './node-fetch-
 export interface GraphRouteDeps {
   config: Config;
   database: Database;
+  gate: QueryGate;
   log: Logger;
   access: AccessCatalogue;
   graph: GraphServer;
@@ -40,6 +42,11 @@ function graphRefusal(
   headers: Record<string, string> = {},
 ) {
   sendJson(res, status, { data: null, errors: [error.toJSON()] }, headers);
+}
+
+/** Whose share of the pool a request's statements take: its user, else its address. */
+export function callerKey(actor: Actor | null, clientAddress: string): string {
+  return actor ? actor.userId : `anonymous:${clientAddress}`;
 }
 
 function isMultipart(req: IncomingMessage): boolean {
@@ -157,7 +164,7 @@ export function createGraphRoute(deps: GraphRouteDeps) {
       const responseCookies: string[] = [];
       const response = await deps.graph.fetch(request, {
         config,
-        database: deps.database,
+        database: deps.gate.forRequest(callerKey(actor, clientAddress), controller.signal),
         log: log.child({ requestId }),
         requestId,
         actor,

@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Config } from '../config.js';
 import type { Actor } from '../context.js';
 import type { Database } from '../db/client.js';
+import type { QueryGate } from '../db/gate.js';
 import type { Logger } from '../log.js';
 import type { PluginRoute } from '../plugin-host/definition.js';
 import type { LoadedPlugin } from '../plugin-host/host.js';
@@ -30,6 +31,7 @@ export function matchPath(segments: string[], path: string[]): Record<string, st
 export interface PluginRouterDeps {
   config: Config;
   database: Database;
+  gate: QueryGate;
   log: Logger;
   plugins: readonly LoadedPlugin[];
   cancellation: ReturnType<typeof createCancellation>;
@@ -95,7 +97,8 @@ export function createPluginRouter(deps: PluginRouterDeps) {
     const request = toWebRequest(req, url, body, signal);
     const response = await matched.route.handler(request, {
       config: deps.config,
-      database: deps.database,
+      // A public route's callers (a platform's webhooks) share one turn of the pool.
+      database: deps.gate.forRequest(actor?.userId ?? `route:${id}`, signal),
       log: deps.log.child({ plugin: id }),
       params: matched.params,
       actor,

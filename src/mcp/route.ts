@@ -7,6 +7,7 @@ import { resolveCredential } from '../auth/credentials.js';
 import type { Config } from '../config.js';
 import type { Actor } from '../context.js';
 import type { Database } from '../db/client.js';
+import type { QueryGate } from '../db/gate.js';
 import type { EventBus } from '../events/bus.js';
 import { GRAPH_PATH, type GraphServer } from '../graph/server.js';
 import type { createCancellation } from '../http/cancellation.js';
@@ -21,6 +22,7 @@ export const MCP_PATH = '/api/mcp';
 export interface McpRouteDeps {
   config: Config;
   database: Database;
+  gate: QueryGate;
   log: Logger;
   access: AccessCatalogue;
   graph: GraphServer;
@@ -58,9 +60,10 @@ export function createMcpRoute(deps: McpRouteDeps) {
         body: JSON.stringify({ query, variables }),
       });
       const requestId = randomUUID();
+      const operationSignal = AbortSignal.any([signal, operation.signal]);
       const response = await deps.graph.fetch(request, {
         config,
-        database: deps.database,
+        database: deps.gate.forRequest(actor.userId, operationSignal),
         log: log.child({ requestId, mcp: true }),
         requestId,
         actor,
@@ -68,7 +71,7 @@ export function createMcpRoute(deps: McpRouteDeps) {
         clientAddress,
         headers: request.headers,
         responseCookies: [],
-        signal: AbortSignal.any([signal, operation.signal]),
+        signal: operationSignal,
         cancel: (reason) => operation.abort(reason),
         events: deps.events,
       });

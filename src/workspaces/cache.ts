@@ -95,14 +95,16 @@ export interface CacheScope {
   config: Config;
 }
 
-const perDatabase = new WeakMap<Database, WorkspaceCache>();
+// Keyed by the pool itself: each request sees the database through its own gated view
+// (src/db/gate.ts), and every view of one pool shares one cache.
+const perPool = new WeakMap<Database['sql'], WorkspaceCache>();
 
 /** This process's cache for one database pool, sized by its configuration. */
 export function workspaceCacheOf(database: Database, config: Config): WorkspaceCache {
-  let cache = perDatabase.get(database);
+  let cache = perPool.get(database.sql);
   if (!cache) {
     cache = createWorkspaceCache(config.workspaces);
-    perDatabase.set(database, cache);
+    perPool.set(database.sql, cache);
   }
   return cache;
 }

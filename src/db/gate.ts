@@ -1,0 +1,207 @@
+import { PgDialect } from 'drizzle-orm/pg-core';
+import { PostgresJsDatabase, PostgresJsSession } from 'drizzle-orm/postgres-js';
+import type { PendingQuery, Row, Sql, TransactionSql } from 'postgres';
+import type { Database, Db } from './client.js';
+
+/**
+ * Thrown by a request's statement that never started because its request was cancelled
+ * (deadline, client gone, shutdown). Not a failure of the service: logged quietly.
+ */
+export class OperationCancelled extends Error {
+  override readonly name = 'OperationCancelled';
+  constructor() {
+    super('operation cancelled');
+  }
+}
+
+/** PostgreSQL's query_canceled: a cancel request or statement_timeout ended the statement. */
+const QUERY_CANCELED = '57014';
+
+type Wrapping = { code?: unknown; cause?: unknown; originalError?: unknown } | null | undefined;
+
+/**
+ * Whether `error` is a statement ended because its request was, however it was wrapped
+ * (graphql-js keeps it as `originalError`, drizzle as `cause`).
+ */
+export function isCancellation(error: unknown): boolean {
+  let e = error as Wrapping;
+  for (let depth = 0; e && depth < 8; depth += 1) {
+    if (e instanceof OperationCancelled || e.code === QUERY_CANCELED) return true;
+    e = (e.originalError ?? e.cause) as Wrapping;
+  }
+  return false;
+}
+
+export interface QueryGateOptions {
+  /**
+   * Connections one caller's statements may hold at once; the caller's further
+   * statements wait in its own queue, so the rest of the pool stays free for others.
+   */
+  share: number;
+}
+
+export interface QueryGate {
+  /**
+   * The database as one request sees it: its statements run under `caller`'s share of
+   * the pool and are cancelled, running or queued, when `signal` aborts. Raw `sql` is the
+   * shared pool, ungated: request code writes through `db`.
+   */
+  forRequest(caller: string, signal: AbortSignal): Database;
+  /** Statements `caller` has running or waiting (for tests and diagnostics). */
+  load(caller: string): { running: number; waiting: number };
+}
+
+interface Waiter {
+  grant(): void;
+}
+
+interface Turns {
+  running: number;
+  waiting: Waiter[];
+}
+
+/** The subset of postgres.js that drizzle's session calls (`unsafe`, `begin`, `savepoint`). */
+interface SessionClient {
+  unsafe(query: string, params?: unknown[], options?: { prepare?: boolean }): LazyQuery;
+  begin?<T>(work: (client: SessionClient) => Promise<T>): Promise<T>;
+  savepoint?<T>(work: (client: SessionClient) => Promise<T>): Promise<T>;
+}
+
+/**
+ * A statement drizzle may ask `.values()` of before awaiting it, as it does of a
+ * postgres.js query; it starts only when awaited, so its caller's turn comes first.
+ */
+class LazyQuery implements PromiseLike<unknown> {
+  private asValues = false;
+  private started: Promise<unknown> | undefined;
+  constructor(private readonly run: (asValues: boolean) => Promise<unknown>) {}
+  values(): this {
+    this.asValues = true;
+    return this;
+  }
+  then<A = unknown, B = never>(
+    onFulfilled?: ((value: unknown) => A | PromiseLike<A>) | null,
+    onRejected?: ((reason: unknown) => B | PromiseLike<B>) | null,
+  ): Promise<A | B> {
+    this.started ??= this.run(this.asValues);
+    return this.started.then(onFulfilled, onRejected);
+  }
+}
+
+/**
+ * Gates every graph request's statements (docs/scaling.md, "Fair use of the pool"):
+ * one caller holds at most `share` pooled connections, and a cancelled request's
+ * statements are cancelled in PostgreSQL rather than left to run on after its answer.
+ */
+export function createQueryGate(database: Database, options: QueryGateOptions): QueryGate {
+  const share = Math.max(1, options.share);
+  const dialect = new PgDialect({ casing: 'snake_case' });
+  const byCaller = new Map<string, Turns>();
+
+  function turnsOf(caller: string): Turns {
+    let turns = byCaller.get(caller);
+    if (!turns) byCaller.set(caller, (turns = { running: 0, waiting: [] }));
+    return turns;
+  }
+
+  function release(caller: string, turns: Turns): void {
+    const next = turns.waiting.shift();
+    if (next) return next.grant(); // the turn passes on; running stays the same
+    turns.running -= 1;
+    if (turns.running === 0) byCaller.delete(caller);
+  }
+
+  /** Waits for one of `caller`'s turns; answers the function that gives it back. */
+  function takeTurn(caller: string, signal: AbortSignal): Promise<() => void> {
+    if (signal.aborted) return Promise.reject(new OperationCancelled());
+    const turns = turnsOf(caller);
+    const done = once(() => release(caller, turns));
+    if (turns.running < share) {
+      turns.running += 1;
+      return Promise.resolve(done);
+    }
+    return new Promise((resolve, reject) => {
+      const waiter: Waiter = {
+        grant: () => {
+          signal.removeEventListener('abort', onAbort);
+          resolve(done);
+        },
+      };
+      function onAbort() {
+        turns.waiting.splice(turns.waiting.indexOf(waiter), 1);
+        reject(new OperationCancelled());
+      }
+      signal.addEventListener('abort', onAbort, { once: true });
+      turns.waiting.push(waiter);
+    });
+  }
+
+  function forRequest(caller: string, signal: AbortSignal): Database {
+    const running = new Set<PendingQuery<Row[]>>();
+    let watching = false;
+
+    /** Runs one postgres.js query, cancelling it in PostgreSQL if the request is. */
+    function track(query: PendingQuery<Row[]>, asValues: boolean): Promise<unknown> {
+      if (signal.aborted) return Promise.reject(new OperationCancelled());
+      if (!watching) {
+        watching = true;
+        signal.addEventListener('abort', () => running.forEach((q) => void q.cancel()), {
+          once: true,
+        });
+      }
+      if (asValues) query.values();
+      running.add(query);
+      return query.finally(() => running.delete(query));
+    }
+
+    /** Inside a transaction: the connection is already this request's. */
+    function held(tx: TransactionSql): SessionClient {
+      return {
+        unsafe: (query, params, options) =>
+          new LazyQuery((asValues) => track(tx.unsafe(query, params as never, options), asValues)),
+        savepoint: (work) => tx.savepoint((inner) => work(held(inner))) as never,
+      };
+    }
+
+    async function inTurn<T>(work: () => Promise<T>): Promise<T> {
+      const done = await takeTurn(caller, signal);
+      try {
+        return await work();
+      } finally {
+        done();
+      }
+    }
+
+    const client: SessionClient = {
+      unsafe: (query, params, options) =>
+        new LazyQuery((asValues) =>
+          inTurn(() => track(database.sql.unsafe(query, params as never, options), asValues)),
+        ),
+      begin: (work) =>
+        inTurn(async () => {
+          if (signal.aborted) throw new OperationCancelled();
+          return database.sql.begin((tx) => work(held(tx))) as never;
+        }),
+    };
+    const session = new PostgresJsSession(client as unknown as Sql, dialect, undefined, {});
+    const db = new PostgresJsDatabase(dialect, session, undefined) as Db;
+    return { sql: database.sql, db, close: () => Promise.resolve() };
+  }
+
+  return {
+    forRequest,
+    load(caller) {
+      const turns = byCaller.get(caller);
+      return { running: turns?.running ?? 0, waiting: turns?.waiting.length ?? 0 };
+    },
+  };
+}
+
+function once(fn: () => void): () => void {
+  let called = false;
+  return () => {
+    if (called) return;
+    called = true;
+    fn();
+  };
+}

@@ -1,0 +1,142 @@
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { sql } from 'drizzle-orm';
+import type { ReservedSql } from 'postgres';
+import { createDatabase, type Database } from '../../src/db/client.js';
+import {
+  createQueryGate,
+  isCancellation,
+  OperationCancelled,
+  type QueryGate,
+} from '../../src/db/gate.js';
+import { createTestDatabase, type TestDatabase } from '../support/database.js';
+
+const LOCK = 0x67617465;
+let db: TestDatabase;
+let pool: Database;
+let gate: QueryGate;
+let holder: ReservedSql;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  pool = createDatabase(db.url, { max: 6, applicationName: 'gate test' });
+  gate = createQueryGate(pool, { share: 2 });
+});
+
+afterAll(async () => {
+  await pool.close();
+  await db.drop();
+});
+
+/** Holds the advisory lock the gated statements wait for, until `release()`. */
+async function holdLock(): Promise<() => Promise<void>> {
+  holder = await db.database.sql.reserve();
+  await holder`select pg_advisory_lock(${LOCK})`;
+  return async () => {
+    await holder`select pg_advisory_unlock(${LOCK})`;
+    holder.release();
+  };
+}
+
+/** Drizzle starts a statement only when awaited: this starts it at once. */
+async function waitForLock(database: Database): Promise<unknown> {
+  return await database.db.execute(sql`select pg_advisory_xact_lock(${LOCK})`);
+}
+
+/** Drizzle wraps a driver's error, keeping it as the cause. */
+function causeOf(error: unknown): unknown {
+  return (error as { cause?: unknown }).cause;
+}
+
+/** Backends of the gate's pool waiting for the lock, once there are `count` (bounded wait). */
+async function waitersReach(count: number): Promise<number> {
+  const deadline = Date.now() + 5_000;
+  for (;;) {
+    const [row] = await db.database.sql<{ n: number }[]>`
+      select count(*)::int as n from pg_stat_activity
+      where datname = current_database() and application_name = 'gate test'
+        and wait_event_type = 'Lock'`;
+    const n = row?.n ?? 0;
+    if (n === count || Date.now() > deadline) return n;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+describe('createQueryGate', () => {
+  test('one caller runs at most its share of statements at once; the rest wait their turn', async () => {
+    const release = await holdLock();
+    const signal = new AbortController().signal;
+    const work = Array.from({ length: 5 }, () => waitForLock(gate.forRequest('ada', signal)));
+    expect(await waitersReach(2)).toBe(2);
+    expect(gate.load('ada')).toEqual({ running: 2, waiting: 3 });
+    await release();
+    await Promise.all(work);
+    expect(gate.load('ada')).toEqual({ running: 0, waiting: 0 });
+  });
+
+  test("another caller's statement runs while the first caller's share is busy", async () => {
+    const release = await holdLock();
+    const signal = new AbortController().signal;
+    const busy = Array.from({ length: 4 }, () => waitForLock(gate.forRequest('ada', signal)));
+    expect(await waitersReach(2)).toBe(2);
+    const rows = await gate.forRequest('grace', signal).db.execute(sql`select 1 as one`);
+    expect([...rows]).toEqual([{ one: 1 }]);
+    await release();
+    await Promise.all(busy);
+  });
+
+  test('an aborted request cancels its running statements in PostgreSQL and drops its queued ones', async () => {
+    const release = await holdLock();
+    const controller = new AbortController();
+    const database = gate.forRequest('ada', controller.signal);
+    const work = Array.from({ length: 3 }, () => waitForLock(database).catch((e: unknown) => e));
+    expect(await waitersReach(2)).toBe(2);
+    controller.abort();
+    const errors = await Promise.all(work);
+    expect(errors.every(isCancellation)).toBe(true);
+    expect(errors.filter((e) => causeOf(e) instanceof OperationCancelled)).toHaveLength(1);
+    expect(await waitersReach(0)).toBe(0);
+    expect(gate.load('ada')).toEqual({ running: 0, waiting: 0 });
+    await release();
+  });
+
+  test('a transaction runs on one turn and is rolled back when its request is cancelled', async () => {
+    const release = await holdLock();
+    const controller = new AbortController();
+    const database = gate.forRequest('ada', controller.signal);
+    const write = database.db
+      .transaction(async (tx) => {
+        await tx.execute(sql`create table gate_probe (id int)`);
+        await tx.execute(sql`select pg_advisory_xact_lock(${LOCK})`);
+      })
+      .catch((e: unknown) => e);
+    expect(await waitersReach(1)).toBe(1);
+    expect(gate.load('ada').running).toBe(1);
+    controller.abort();
+    expect(isCancellation(await write)).toBe(true);
+    const [table] = await db.database.sql`select to_regclass('gate_probe') as name`;
+    expect(table?.name).toBeNull();
+    await release();
+  });
+
+  test('a request already cancelled starts no statement', async () => {
+    const controller = new AbortController();
+    controller.abort();
+    const error = await gate
+      .forRequest('ada', controller.signal)
+      .db.execute(sql`select 1`)
+      .catch((e: unknown) => e);
+    expect(causeOf(error)).toBeInstanceOf(OperationCancelled);
+  });
+});
+
+describe('statementTimeoutMs', () => {
+  test('ends a statement that runs past it', async () => {
+    const limited = createDatabase(db.url, { max: 1, statementTimeoutMs: 100 });
+    try {
+      const error = await limited.db.execute(sql`select pg_sleep(5)`).catch((e: unknown) => e);
+      expect(isCancellation(error)).toBe(true);
+    } finally {
+      await limited.close();
+    }
+  });
+});
