@@ -1,4 +1,4 @@
-import { GraphQLError } from 'graphql';
+import { GraphQLError, type ASTNode } from 'graphql';
 
 /** The error codes of SPEC 7.1. */
 export type ErrorCode =
@@ -147,6 +147,24 @@ export const coreReasons = {
     'VALIDATION',
     (m) => `request body exceeds the limit of ${m.maxBytes} bytes`,
   ),
+  // Input limits (docs/limits.md); messages name the argument at fault.
+  text_invalid: reason('VALIDATION', 'text holds a NUL character or an unpaired surrogate'),
+  text_too_long: reason<{ max: number }>(
+    'VALIDATION',
+    (m) => `text may be at most ${m.max} characters`,
+  ),
+  list_too_long: reason<{ max: number }>(
+    'VALIDATION',
+    (m) => `a list may hold at most ${m.max} items`,
+  ),
+  query_too_deep: reason<{ max: number }>(
+    'VALIDATION',
+    (m) => `operation nests deeper than ${m.max} levels`,
+  ),
+  identities_full: reason<{ max: number }>(
+    'CONFLICT',
+    (m) => `a contact holds at most ${m.max} identities`,
+  ),
 } satisfies Record<string, ReasonSpec<never>>;
 
 export type CoreReason = keyof typeof coreReasons;
@@ -170,6 +188,9 @@ export interface AppErrorOptions {
   /** HTTP status and headers for the transport; never sent to the client. */
   http?: { status: number; headers?: Record<string, string> };
   message?: string;
+  /** Where in the operation: the failing field's response path and the nodes at fault. */
+  path?: readonly (string | number)[];
+  nodes?: readonly ASTNode[];
 }
 
 /**
@@ -186,6 +207,8 @@ export class AppError extends GraphQLError {
       options.message ??
       (typeof spec.message === 'function' ? spec.message(meta as never) : spec.message);
     super(message, {
+      ...(options.path ? { path: options.path } : {}),
+      ...(options.nodes ? { nodes: options.nodes } : {}),
       extensions: {
         code: spec.code,
         reason: reasonName,

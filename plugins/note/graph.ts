@@ -1,6 +1,6 @@
 // The note plugin's graph: the Note type, notes(contactId), Contact.notes and noteCreate.
-import { builder, ContactObject, extendCoreType } from '../../src/plugin-sdk/index.js';
-import { contactNotes, createNote, listNotes } from './service.js';
+import { builder, ContactObject, extendCoreType, limited } from '../../src/plugin-sdk/index.js';
+import { contactNotes, createNote, listNotes, NOTE_BODY_MAX } from './service.js';
 import type { Note } from './tables.js';
 
 // Every type a plugin defines starts with its id (tests/graph/naming.test.ts).
@@ -39,7 +39,11 @@ builder.mutationFields((t) => ({
     authScopes: { access: { scope: 'notes:write' } },
     args: {
       contactId: t.arg({ type: 'UUID', required: true }),
-      body: t.arg.string({ required: true }),
+      // Held to its cap before anything runs, refused with the plugin's own reason.
+      body: t.arg.string({
+        required: true,
+        extensions: limited({ maxLength: NOTE_BODY_MAX, tooLong: 'note_body_too_long' }),
+      }),
     },
     resolve: (_root, args, ctx) => createNote(ctx, args.contactId, args.body),
   }),

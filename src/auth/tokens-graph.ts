@@ -7,6 +7,8 @@ import { pageSize } from '../graph/paging.js';
 import { EVERY_AREA } from './access.js';
 import type { ApiToken } from './tables.js';
 import { createApiToken, pageApiTokens, revokeApiToken } from './tokens.js';
+import { limited } from '../graph/input-limits.js';
+import { TEXT_MAX } from '../limits.js';
 
 /** The signed-in caller, for fields whose guard already demanded one. */
 function callerOf(ctx: Context) {
@@ -101,8 +103,11 @@ builder.mutationFields((t) => ({
       'ttlDays (or with 0) it never expires.',
     authScopes: sessionOnly,
     args: {
-      name: t.arg.string({ required: true }),
-      scopes: t.arg.stringList({ required: false }),
+      name: t.arg.string({ required: true, extensions: limited({ maxLength: TEXT_MAX.name }) }),
+      scopes: t.arg.stringList({
+        required: false,
+        extensions: limited({ maxLength: TEXT_MAX.word, maxItems: 64 }),
+      }),
       ttlDays: t.arg.int({ required: false }),
     },
     resolve: (_root, args, ctx) => {

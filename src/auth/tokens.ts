@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { and, desc, eq, isNotNull, sql } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
 import { refuse } from '../errors.js';
+import { checkText, TEXT_MAX } from '../limits.js';
 import { announceRevocation } from '../events/revocations.js';
 import { EVERY_AREA, type AccessCatalogue } from './access.js';
 import { TOKEN_PREFIX } from './credentials.js';
@@ -58,6 +59,7 @@ export async function createApiToken(
 ): Promise<{ token: ApiToken; secret: string }> {
   const name = input.name.trim();
   if (!name) throw refuse('token_name_required');
+  checkText(name, 'name', TEXT_MAX.name);
   const scopes = validateScopes(input.scopes, catalogue);
   const expiresAt = expiryOf(input.ttlDays);
   const id = randomUUID();

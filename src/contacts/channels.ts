@@ -1,4 +1,5 @@
 import { refuse } from '../errors.js';
+import { checkText, TEXT_MAX } from '../limits.js';
 
 /**
  * A channel identities live on. The core writes `email` and `phone`; a plugin may declare
@@ -69,6 +70,7 @@ export function normaliseIdentity(input: IdentityInput): NormalisedIdentity {
   if (!name) throw refuse('identity_channel_required');
   const identifier = input.identifier.trim();
   if (!identifier) throw refuse('identity_identifier_required');
+  checkText(identifier, 'identifier', TEXT_MAX.identifier);
   const channel = catalogue.get(name);
   if (!channel) throw refuse('channel_unknown', { channel: name });
   if (!channel.writable) throw refuse('channel_not_writable');
@@ -76,5 +78,6 @@ export function normaliseIdentity(input: IdentityInput): NormalisedIdentity {
   // A phone number with no digit in it identifies nobody.
   if (!identifierKey) throw refuse('identity_identifier_required');
   const displayName = input.displayName?.trim() || null;
+  if (displayName) checkText(displayName, 'displayName', TEXT_MAX.displayName);
   return { channel: name, identifier, identifierKey, displayName };
 }

@@ -1,5 +1,17 @@
 import { builder } from '../graph/builder.js';
 import { connectionOf } from '../graph/connection.js';
+import { costs } from '../graph/complexity.js';
+import {
+  CHANNEL_FILTER,
+  FILTER_COUNT,
+  STATEMENT,
+  WRITE,
+  filtered,
+  searchCost,
+} from '../graph/costs.js';
+import { limited } from '../graph/input-limits.js';
+import { selects } from '../graph/selection.js';
+import { IDENTITIES_PER_REQUEST, TEXT_MAX } from '../limits.js';
 import { contactLoaders } from './loaders.js';
 import {
   addContactIdentity,
@@ -69,7 +81,12 @@ const ContactPageObject = builder.objectRef<ContactPage>('ContactPage').implemen
     'An offset page: the next starts at offset + limit; the last where that reaches total.',
   fields: (t) => ({
     items: t.field({ type: [ContactObject], resolve: (page) => page.items }),
-    total: t.exposeInt('total', { description: 'Every contact matching the filter.' }),
+    total: t.int({
+      description: 'Every contact matching the filter.',
+      // Unfiltered it is the workspace's stored count; filtered, a count of every match.
+      extensions: costs({ cost: (_args, page) => (filtered(page) ? FILTER_COUNT : STATEMENT) }),
+      resolve: (page) => page.total,
+    }),
     limit: t.exposeInt('limit', { description: 'The page size served.' }),
   }),
 });
@@ -81,9 +98,15 @@ const SortOrderEnum = builder.enumType('SortOrder', { values: ['ASC', 'DESC'] as
 
 const IdentityInput = builder.inputType('IdentityInput', {
   fields: (t) => ({
-    channel: t.string({ description: '`email` or `phone`, or a writable plugin channel.' }),
-    identifier: t.string(),
-    displayName: t.string({ required: false }),
+    channel: t.string({
+      description: '`email` or `phone`, or a writable plugin channel.',
+      extensions: limited({ maxLength: TEXT_MAX.word }),
+    }),
+    identifier: t.string({ extensions: limited({ maxLength: TEXT_MAX.identifier }) }),
+    displayName: t.string({
+      required: false,
+      extensions: limited({ maxLength: TEXT_MAX.displayName }),
+    }),
   }),
 });
 
@@ -98,6 +121,12 @@ const ContactIdentityPayload = builder
   });
 
 const readContacts = { access: { scope: 'contacts:read' } } as const;
+
+/** How many identities a createContact input carries (for its cost). */
+function identitiesIn(input: unknown): number {
+  const identities = (input as { identities?: unknown } | null)?.identities;
+  return Array.isArray(identities) ? identities.length : 0;
+}
 const writeContacts = { access: { scope: 'contacts:write' } } as const;
 
 builder.queryFields((t) => ({
@@ -114,10 +143,11 @@ builder.queryFields((t) => ({
       'name fragment or (3+ digits) the digits of an identifier.',
     authScopes: readContacts,
     args: {
-      q: t.arg.string({ required: false }),
+      q: t.arg.string({ required: false, extensions: limited({ maxLength: TEXT_MAX.search }) }),
       first: t.arg.int({ required: false }),
       after: t.arg.string({ required: false }),
     },
+    extensions: costs({ cost: (args) => STATEMENT + searchCost(args) }),
     resolve: (_root, args, ctx) => listContacts(ctx, args),
   }),
   contactPage: t.field({
@@ -127,14 +157,24 @@ builder.queryFields((t) => ({
       'any named channel (an empty list narrows nothing).',
     authScopes: readContacts,
     args: {
-      q: t.arg.string({ required: false }),
-      channels: t.arg.stringList({ required: false }),
+      q: t.arg.string({ required: false, extensions: limited({ maxLength: TEXT_MAX.search }) }),
+      channels: t.arg.stringList({
+        required: false,
+        extensions: limited({ maxLength: TEXT_MAX.word, maxItems: 20 }),
+      }),
       orderBy: t.arg({ type: ContactOrderEnum, required: false, defaultValue: 'NAME' }),
       order: t.arg({ type: SortOrderEnum, required: false, defaultValue: 'ASC' }),
       limit: t.arg.int({ required: false }),
       offset: t.arg.int({ required: false, description: 'Zero or more. @default 0' }),
     },
-    resolve: (_root, args, ctx) => contactPage(ctx, args),
+    extensions: costs({
+      cost: (args) =>
+        STATEMENT +
+        searchCost(args) +
+        (Array.isArray(args.channels) && args.channels.length > 0 ? CHANNEL_FILTER : 0),
+    }),
+    resolve: (_root, args, ctx, info) =>
+      contactPage(ctx, { ...args, withTotal: selects(info, 'total') }),
   }),
 }));
 
@@ -147,13 +187,21 @@ builder.mutationFields((t) => ({
       input: t.arg({
         type: builder.inputType('CreateContactInput', {
           fields: (f) => ({
-            name: f.string(),
-            identities: f.field({ type: [IdentityInput], required: false }),
+            name: f.string({ extensions: limited({ maxLength: TEXT_MAX.name }) }),
+            identities: f.field({
+              type: [IdentityInput],
+              required: false,
+              extensions: limited({ maxItems: IDENTITIES_PER_REQUEST }),
+            }),
           }),
         }),
         required: true,
       }),
     },
+    // Each identity is a write of its own (the row and its event).
+    extensions: costs({
+      cost: (args) => WRITE * (1 + identitiesIn(args.input)),
+    }),
     resolve: (_root, args, ctx) => createContact(ctx, args.input),
   }),
   renameContact: t.field({
@@ -161,7 +209,7 @@ builder.mutationFields((t) => ({
     authScopes: writeContacts,
     args: {
       id: t.arg({ type: 'UUID', required: true }),
-      name: t.arg.string({ required: true }),
+      name: t.arg.string({ required: true, extensions: limited({ maxLength: TEXT_MAX.name }) }),
     },
     resolve: (_root, args, ctx) => renameContact(ctx, args),
   }),

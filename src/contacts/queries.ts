@@ -259,6 +259,24 @@ export async function deleteIdentity(
   return row;
 }
 
+/** How many identities a contact holds. */
+export async function countIdentitiesOf(
+  db: Db,
+  workspaceId: string,
+  contactId: string,
+): Promise<number> {
+  const [row] = await db
+    .select({ n: sql<number>`count(*)::int` })
+    .from(contactIdentities)
+    .where(
+      and(
+        eq(contactIdentities.workspaceId, workspaceId),
+        eq(contactIdentities.contactId, contactId),
+      ),
+    );
+  return row?.n ?? 0;
+}
+
 /** The identities of many contacts in one read, oldest first within each contact. */
 export function selectIdentitiesOf(
   db: Db,

@@ -1,6 +1,7 @@
 import type { Context } from '../context.js';
 import type { Db } from '../db/client.js';
 import { refuse } from '../errors.js';
+import { checkText, IDENTITIES_PER_CONTACT, IDENTITIES_PER_REQUEST, TEXT_MAX } from '../limits.js';
 import { recordEvent } from '../events/service.js';
 import { toConnection, type Connection } from '../graph/connection.js';
 import { decodeCursor, encodeCursor } from '../graph/cursor.js';
@@ -15,6 +16,7 @@ import {
 import { contactLoaders } from './loaders.js';
 import {
   bumpContactCount,
+  countIdentitiesOf,
   countMatchingContacts,
   deleteIdentity,
   findContact,
@@ -46,7 +48,7 @@ export interface IdentityResult {
 function contactName(name: string): string {
   const trimmed = name.trim();
   if (!trimmed) throw refuse('contact_name_required');
-  return trimmed;
+  return checkText(trimmed, 'name', TEXT_MAX.name);
 }
 
 function actorOf(ctx: Context): string | null {
@@ -55,6 +57,15 @@ function actorOf(ctx: Context): string | null {
 
 /** One (channel, key) once: a repeated identity in the same input is written once. */
 function distinctIdentities(inputs: readonly IdentityInput[]): NormalisedIdentity[] {
+  if (inputs.length > IDENTITIES_PER_REQUEST) {
+    throw refuse(
+      'list_too_long',
+      { max: IDENTITIES_PER_REQUEST },
+      {
+        message: `identities may hold at most ${IDENTITIES_PER_REQUEST} items`,
+      },
+    );
+  }
   const seen = new Map<string, NormalisedIdentity>();
   for (const identity of inputs.map(normaliseIdentity)) {
     const key = `${identity.channel}\u0000${identity.identifierKey}`;
@@ -97,7 +108,10 @@ async function withIdentityRefusal<T>(
   }
 }
 
-/** Adds an identity to a contact inside `tx`, or refuses with its holder. */
+/**
+ * Adds an identity to a contact inside `tx`, or refuses with its holder. The caller has
+ * locked the contact's row, so the count a full contact is refused by is exact.
+ */
 async function addIdentityIn(
   tx: Db,
   ctx: Context,
@@ -105,6 +119,11 @@ async function addIdentityIn(
   identity: NormalisedIdentity,
 ): Promise<ContactIdentity> {
   const workspaceId = workspaceOf(ctx);
+  if ((await countIdentitiesOf(tx, workspaceId, contactId)) >= IDENTITIES_PER_CONTACT) {
+    const held = await findIdentityByKey(tx, workspaceId, identity.channel, identity.identifierKey);
+    if (held?.contactId === contactId) return held;
+    throw refuse('identities_full', { max: IDENTITIES_PER_CONTACT });
+  }
   const row = await insertIdentity(tx, workspaceId, contactId, identity);
   if (!row) {
     const held = await findIdentityByKey(tx, workspaceId, identity.channel, identity.identifierKey);
@@ -251,6 +270,8 @@ export async function contactPage(
     order?: SortOrder | null;
     limit?: number | null;
     offset?: number | null;
+    /** Count the matches too (a statement of its own when filtered). @default true */
+    withTotal?: boolean;
   },
 ): Promise<ContactPage> {
   const limit = pageSize(args.limit, ctx.config, 'limit');
@@ -266,9 +287,11 @@ export async function contactPage(
       limit,
       offset,
     }),
-    isFiltered(filter)
-      ? countMatchingContacts(db, workspaceId, filter)
-      : storedContactCount(db, workspaceId),
+    args.withTotal === false
+      ? 0
+      : isFiltered(filter)
+        ? countMatchingContacts(db, workspaceId, filter)
+        : storedContactCount(db, workspaceId),
   ]);
   return { items, total, limit };
 }

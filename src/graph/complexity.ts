@@ -40,6 +40,10 @@ import { refuse } from '../errors.js';
  *   passes down through non-list fields to the first list fields beneath (`edges`,
  *   `items`), which consume it. Lists inside those rows do not inherit it.
  * - Any other list asks for `extensions.complexity.rows` of its field, else 1.
+ * - A field adds what its own statements cost, `extensions.complexity.cost` (a number, or
+ *   a function of its arguments and its parent field's), to what it selects; on a list it
+ *   is paid once, inside its rows once a row (docs/complexity.md).
+ * - Every item of a list argument adds 1, lists nested in input objects included.
  * - Fragments are expanded, `@skip`/`@include` honoured, and a selection on an abstract
  *   type costs the most any of its possible types would.
  *
@@ -51,6 +55,7 @@ export function operationComplexity(args: {
   operationName?: string | null;
   variables?: Record<string, unknown> | null;
   defaultPageSize: number;
+  rootCosts?: RootCosts;
 }): number {
   const operation = findOperation(args.document, args.operationName);
   if (!operation) return 0;
@@ -61,8 +66,35 @@ export function operationComplexity(args: {
     fragments: fragmentsOf(args.document),
     variables: effectiveVariables(operation, args.variables),
     defaultPageSize: args.defaultPageSize,
+    root,
+    rootCost: args.rootCosts?.[operation.operation] ?? 0,
   };
-  return selectionCost(ctx, root, [{ selectionSet: operation.selectionSet, ancestors: NONE }]);
+  return selectionCost(ctx, root, [{ selectionSet: operation.selectionSet, ancestors: NONE }], {
+    parentArgs: NO_ARGS,
+  });
+}
+
+/** What a root field of each kind costs when it declares nothing. */
+export type RootCosts = Readonly<Record<'query' | 'mutation' | 'subscription', number>>;
+
+/** A field's arguments as the operation gives them (variables and defaults applied). */
+export type FieldArguments = Readonly<Record<string, unknown>>;
+
+/** What a field declares in `extensions.complexity` (see {@link costs}). */
+export interface FieldComplexity {
+  /** Rows an unpaged list field answers, as an estimate. @default 1 */
+  rows?: number;
+  /**
+   * What the field's own statements cost beyond its selection: a number, or a function
+   * of its arguments and its parent field's (a page's `total` counts what its page
+   * filtered by). @default 0
+   */
+  cost?: number | ((args: FieldArguments, parentArgs: FieldArguments) => number);
+}
+
+/** `extensions` declaring a field's cost: `t.field({ extensions: costs({ cost: 5 }) })`. */
+export function costs(complexity: FieldComplexity): { complexity: FieldComplexity } {
+  return { complexity };
 }
 
 /** Options of {@link useComplexityLimit}. */
@@ -76,6 +108,8 @@ export interface ComplexityLimitOptions {
   defaultPageSize: number;
   /** Seconds announced in the refusal's `Retry-After` header. */
   retryAfterSeconds: number;
+  /** What a root field declaring no `cost` pays, by operation kind. @default nothing */
+  rootCosts?: RootCosts;
 }
 
 /**
@@ -94,6 +128,7 @@ export function useComplexityLimit(options: ComplexityLimitOptions): Plugin {
       operationName: args.operationName,
       variables: args.variableValues,
       defaultPageSize: options.defaultPageSize,
+      ...(options.rootCosts ? { rootCosts: options.rootCosts } : {}),
     });
     if (complexity <= limit) return undefined;
     const error = refuse(
@@ -127,6 +162,9 @@ interface Walk {
   fragments: ReadonlyMap<string, FragmentDefinitionNode>;
   variables: Record<string, unknown>;
   defaultPageSize: number;
+  /** The operation's root type, whose fields fall back on `rootCost`. */
+  root: GraphQLObjectType;
+  rootCost: number;
 }
 
 /** A selection set to expand, with the fragments already expanded on the way to it. */
@@ -139,6 +177,15 @@ interface Pending {
 type Collected = Map<string, Array<{ node: FieldNode; ancestors: ReadonlySet<string> }>>;
 
 const NONE: ReadonlySet<string> = new Set();
+const NO_ARGS: FieldArguments = Object.freeze({});
+
+/** What a field hands down to the fields it selects. */
+interface Inherited {
+  /** The page size of a connection or page, for the first lists beneath. */
+  carriedRows?: number;
+  /** The arguments of the field selecting these. */
+  parentArgs: FieldArguments;
+}
 const PAGE_ARGUMENTS = ['first', 'limit'];
 
 function findOperation(
@@ -180,7 +227,7 @@ function selectionCost(
   ctx: Walk,
   type: GraphQLCompositeType,
   pending: Pending[],
-  carriedRows?: number,
+  inherited: Inherited,
 ): number {
   const runtimeTypes: readonly GraphQLCompositeType[] = isAbstractType(type)
     ? ctx.schema.getPossibleTypes(type)
@@ -192,7 +239,7 @@ function selectionCost(
     for (const p of pending)
       collect(ctx, runtimeType, p.selectionSet, p.ancestors, visited, collected);
     let cost = 0;
-    for (const nodes of collected.values()) cost += fieldCost(ctx, runtimeType, nodes, carriedRows);
+    for (const nodes of collected.values()) cost += fieldCost(ctx, runtimeType, nodes, inherited);
     most = Math.max(most, cost);
   }
   return most;
@@ -259,24 +306,66 @@ function fieldCost(
   ctx: Walk,
   parent: GraphQLCompositeType,
   nodes: Array<{ node: FieldNode; ancestors: ReadonlySet<string> }>,
-  carriedRows: number | undefined,
+  inherited: Inherited,
 ): number {
   const first = nodes[0];
   if (!first) return 0;
   const field = fieldDefinition(ctx.schema, parent, first.node.name.value);
   if (!field) return 0;
   const named: GraphQLNamedType = getNamedType(field.type);
-  const pageSize = pageSizeOf(ctx, field, first.node);
+  const args = field.args.length > 0 ? argumentsOf(ctx, field, first.node) : NO_ARGS;
+  const fallback = parent === ctx.root ? ctx.rootCost : 0;
+  const own = ownCost(field, args, inherited.parentArgs, fallback) + listItems(args, 0);
+  const pageSize = pageSizeOf(field, args, ctx.defaultPageSize);
   const pending = nodes.flatMap(({ node, ancestors }) =>
     node.selectionSet ? [{ selectionSet: node.selectionSet, ancestors }] : [],
   );
   if (isListType(getNullableType(field.type))) {
-    const rows = pageSize ?? carriedRows ?? estimatedRows(field);
-    const row = isCompositeType(named) ? selectionCost(ctx, named, pending) : 0;
-    return rows * (1 + row);
+    const rows = pageSize ?? inherited.carriedRows ?? estimatedRows(field);
+    const row = isCompositeType(named)
+      ? selectionCost(ctx, named, pending, { parentArgs: args })
+      : 0;
+    return own + rows * (1 + row);
   }
-  if (!isCompositeType(named)) return 1;
-  return selectionCost(ctx, named, pending, pageSize ?? carriedRows);
+  if (!isCompositeType(named)) return own + 1;
+  const carriedRows = pageSize ?? inherited.carriedRows;
+  return own + selectionCost(ctx, named, pending, { carriedRows, parentArgs: args });
+}
+
+/** The field's arguments: literals, variables, else the argument's default. */
+function argumentsOf(
+  ctx: Walk,
+  field: GraphQLField<unknown, unknown>,
+  node: FieldNode,
+): FieldArguments {
+  const args: Record<string, unknown> = {};
+  for (const argument of field.args) {
+    const given = node.arguments?.find((a) => a.name.value === argument.name);
+    let value = given ? valueFromASTUntyped(given.value, ctx.variables) : undefined;
+    // An absent argument or unsupplied variable takes the argument's default; null does not.
+    if (value === undefined) value = argument.defaultValue;
+    if (value !== undefined) args[argument.name] = value;
+  }
+  return args;
+}
+
+function ownCost(
+  field: GraphQLField<unknown, unknown>,
+  args: FieldArguments,
+  parentArgs: FieldArguments,
+  fallback: number,
+): number {
+  const cost = complexityOf(field)?.cost;
+  if (cost === undefined) return field.name.startsWith('__') ? 0 : fallback;
+  return Math.max(0, typeof cost === 'function' ? cost(args, parentArgs) : cost);
+}
+
+/** Items of every list among `value`'s arguments, at any depth (input bounds cap it). */
+function listItems(value: unknown, depth: number): number {
+  if (typeof value !== 'object' || value === null || depth > 16) return 0;
+  let items = Array.isArray(value) ? value.length : 0;
+  for (const item of Object.values(value)) items += listItems(item, depth + 1);
+  return items;
 }
 
 function fieldDefinition(
@@ -294,22 +383,21 @@ function fieldDefinition(
 
 /** Rows a `first`/`limit` argument asks for, or undefined when the field takes neither. */
 function pageSizeOf(
-  ctx: Walk,
   field: GraphQLField<unknown, unknown>,
-  node: FieldNode,
+  args: FieldArguments,
+  defaultPageSize: number,
 ): number | undefined {
   const argument = field.args.find((a) => PAGE_ARGUMENTS.includes(a.name));
   if (!argument) return undefined;
-  const given = node.arguments?.find((a) => a.name.value === argument.name);
-  let value = given ? valueFromASTUntyped(given.value, ctx.variables) : undefined;
-  // An absent argument or unsupplied variable takes the argument's default; null does not.
-  if (value === undefined) value = argument.defaultValue;
-  return rowsFrom(value) ?? ctx.defaultPageSize;
+  return rowsFrom(args[argument.name]) ?? defaultPageSize;
+}
+
+function complexityOf(field: GraphQLField<unknown, unknown>): FieldComplexity | undefined {
+  return (field.extensions as { complexity?: FieldComplexity }).complexity;
 }
 
 function estimatedRows(field: GraphQLField<unknown, unknown>): number {
-  const complexity = (field.extensions as { complexity?: { rows?: unknown } }).complexity;
-  return rowsFrom(complexity?.rows) ?? 1;
+  return rowsFrom(complexityOf(field)?.rows) ?? 1;
 }
 
 /** A usable row count; out-of-range sizes are clamped here and refused by validation. */

@@ -5,6 +5,9 @@ import type { Config } from '../config.js';
 import type { Context } from '../context.js';
 import type { Logger } from '../log.js';
 import { useComplexityLimit } from './complexity.js';
+import { ROOT_COSTS } from './costs.js';
+import { useDepthLimit } from './depth.js';
+import { useInputLimits } from './input-limits.js';
 import { useOperationDeadline } from './deadline.js';
 import { createErrorMasker, useRequestErrorShape } from './error-shape.js';
 import { useIntrospectionGate } from './introspection.js';
@@ -44,8 +47,14 @@ export function createGraphServer(schema: GraphQLSchema, config: Config, log: Lo
     maxRequestBodySize: false,
     plugins: [
       useRequestErrorShape(),
+      useDepthLimit(),
       useIntrospectionGate({ allowAnonymous: config.server.devGraphiql }),
-      useComplexityLimit({ defaultPageSize: config.graph.pageSize, retryAfterSeconds }),
+      useInputLimits(),
+      useComplexityLimit({
+        defaultPageSize: config.graph.pageSize,
+        retryAfterSeconds,
+        rootCosts: ROOT_COSTS,
+      }),
       useOperationDeadline({ timeoutMs: config.graph.operationTimeoutMs, retryAfterSeconds }),
     ],
   });

@@ -1,4 +1,7 @@
 import { builder } from '../graph/builder.js';
+import { costs } from '../graph/complexity.js';
+import { limited } from '../graph/input-limits.js';
+import { TEXT_MAX } from '../limits.js';
 import { SUPPORTED_LOCALES, resolveLocale, setLocale } from './service.js';
 
 builder.queryFields((t) => ({
@@ -12,6 +15,7 @@ builder.queryFields((t) => ({
   supportedLocales: t.stringList({
     description: 'The locales the interface is written in, default first.',
     authScopes: { access: { scope: 'meta:read' } },
+    extensions: costs({ cost: 0 }),
     resolve: () => [...SUPPORTED_LOCALES],
   }),
 }));
@@ -22,7 +26,9 @@ builder.mutationFields((t) => ({
       "Stores the caller's locale and answers it as supportedLocales spells it. A locale not " +
       'in that list is refused with locale_unknown (meta.supported).',
     authScopes: { access: { scope: 'users:write' } },
-    args: { locale: t.arg.string({ required: true }) },
+    args: {
+      locale: t.arg.string({ required: true, extensions: limited({ maxLength: TEXT_MAX.word }) }),
+    },
     resolve: (_root, args, ctx) => setLocale(ctx, args.locale),
   }),
 }));

@@ -1,4 +1,5 @@
 import { builder } from '../graph/builder.js';
+import { costs } from '../graph/complexity.js';
 import { serviceVersion } from './version.js';
 
 interface AdminSettings {
@@ -34,12 +35,14 @@ builder.queryFields((t) => ({
   version: t.string({
     description: 'The service version (semantic versioning).',
     authScopes: { access: { scope: 'meta:read' } },
+    extensions: costs({ cost: 0 }),
     resolve: () => serviceVersion,
   }),
   adminSettings: t.field({
     type: AdminSettingsObject,
     description: 'Display settings for lists, toasts and formatting.',
     authScopes: { access: { scope: 'meta:read' } },
+    extensions: costs({ cost: 0 }),
     resolve: (_root, _args, { config }) => ({
       toastMilliseconds: config.graph.toastMs,
       listPageSizes: config.graph.listPageSizes,

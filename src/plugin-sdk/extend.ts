@@ -1,5 +1,7 @@
 import type { ObjectRef } from '@pothos/core';
 import { builder, type BuilderTypes } from '../graph/builder.js';
+import { costs } from '../graph/complexity.js';
+import { STATEMENT } from '../graph/costs.js';
 
 /** All a plugin field on a core type may know of its parent: the id. */
 export interface CoreParent {
@@ -19,7 +21,9 @@ export interface CoreFieldBuilder {
 /**
  * Adds `name` to a core type (NOTES.md: the `@goField(forceResolver: true)` rule). The
  * resolver always runs and receives `{ id }` only, never the core's parent object, so a
- * plugin cannot come to depend on how the core loads its rows.
+ * plugin cannot come to depend on how the core loads its rows. The field costs STATEMENT
+ * a parent row in the complexity model unless its `extensions` declare another cost (a
+ * field batched through a DataLoader declares `costs({ cost: 0 })`).
  */
 export function extendCoreType<Shape extends CoreParent>(
   ref: ObjectRef<Types, Shape>,
@@ -38,7 +42,12 @@ export function extendCoreType<Shape extends CoreParent>(
         }
         return t.field({
           ...options,
-          extensions: { ...options.extensions, pluginResolver: true },
+          // Its own resolver runs once a parent row: a statement each, unless declared.
+          extensions: {
+            ...costs({ cost: STATEMENT }),
+            ...options.extensions,
+            pluginResolver: true,
+          },
           resolve: (parent: CoreParent, ...rest: unknown[]) => resolve({ id: parent.id }, ...rest),
         } as FieldOptions);
       }) as FieldBuilder['field'],

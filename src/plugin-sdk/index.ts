@@ -30,6 +30,15 @@ export { contacts } from '../contacts/tables.js';
 export { recordEvent } from '../events/service.js';
 export { registerChannel } from '../contacts/channels.js';
 export { pageSize } from '../graph/paging.js';
+/**
+ * Limits every graph input is held to and what fields cost (docs/limits.md): declare an
+ * argument's cap with `extensions: limited({ maxLength })`, a field's statements with
+ * `extensions: costs({ cost })`, and check stored text in a service with `checkText`.
+ */
+export { limited, type InputLimits } from '../graph/input-limits.js';
+export { costs, type FieldComplexity, type FieldArguments } from '../graph/complexity.js';
+export { STATEMENT, WRITE, SEARCH, FILTER_COUNT, PASSWORD } from '../graph/costs.js';
+export { checkText, TEXT_MAX, DEFAULT_TEXT_MAX, DEFAULT_LIST_MAX } from '../limits.js';
 export { extendCoreType, type CoreParent, type CoreFieldBuilder } from './extend.js';
 export { AppError, refusePlugin as refuse, type ErrorCode, type Meta } from '../errors.js';
 export { workspaceOwned, createdAt } from '../db/columns.js';

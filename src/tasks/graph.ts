@@ -13,6 +13,9 @@ import {
   type CreateTaskResult,
 } from './service.js';
 import type { Task } from './tables.js';
+import { costs } from '../graph/complexity.js';
+import { limited } from '../graph/input-limits.js';
+import { TEXT_MAX } from '../limits.js';
 
 export const TaskObject = builder.objectRef<Task>('Task');
 
@@ -59,12 +62,16 @@ const CreateTaskPayload = builder.objectRef<CreateTaskResult>('CreateTaskPayload
   }),
 });
 
+const title = limited({ maxLength: TEXT_MAX.title });
+const word = limited({ maxLength: TEXT_MAX.word });
+const origin = limited({ maxLength: TEXT_MAX.origin });
+
 const CreateTaskInput = builder.inputType('CreateTaskInput', {
   fields: (t) => ({
-    title: t.string(),
+    title: t.string({ extensions: title }),
     dueOn: t.field({ type: 'Date', required: false }),
-    priority: t.string({ required: false, description: 'Default `normal`.' }),
-    status: t.string({ required: false, description: 'Default `open`.' }),
+    priority: t.string({ required: false, description: 'Default `normal`.', extensions: word }),
+    status: t.string({ required: false, description: 'Default `open`.', extensions: word }),
     contactId: t.field({ type: 'UUID', required: false }),
     assigneeId: t.field({
       type: 'UUID',
@@ -74,10 +81,12 @@ const CreateTaskInput = builder.inputType('CreateTaskInput', {
     originSource: t.string({
       required: false,
       description: 'Ignored for an API token, whose work records `token:<name>`.',
+      extensions: origin,
     }),
     originEventId: t.string({
       required: false,
       description: 'Makes the create repeatable: the same origin answers the stored task.',
+      extensions: origin,
     }),
   }),
 });
@@ -85,10 +94,10 @@ const CreateTaskInput = builder.inputType('CreateTaskInput', {
 const UpdateTaskInput = builder.inputType('UpdateTaskInput', {
   description: 'Fields left out stay as they are; null clears dueOn and contactId.',
   fields: (t) => ({
-    title: t.string({ required: false }),
+    title: t.string({ required: false, extensions: title }),
     dueOn: t.field({ type: 'Date', required: false }),
-    priority: t.string({ required: false }),
-    status: t.string({ required: false }),
+    priority: t.string({ required: false, extensions: word }),
+    status: t.string({ required: false, extensions: word }),
     contactId: t.field({ type: 'UUID', required: false }),
     assigneeId: t.field({ type: 'UUID', required: false }),
   }),
@@ -112,7 +121,7 @@ builder.queryFields((t) => ({
       date: t.arg({ type: 'Date', required: false }),
       dueBefore: t.arg({ type: 'Date', required: false }),
       contactId: t.arg({ type: 'UUID', required: false }),
-      status: t.arg.string({ required: false }),
+      status: t.arg.string({ required: false, extensions: word }),
       first: t.arg.int({ required: false }),
       after: t.arg.string({ required: false }),
     },
@@ -143,6 +152,8 @@ builder.objectField(ContactObject, 'tasks', (t) =>
     type: [TaskObject],
     description: "The contact's open tasks across every user; each names its owner in assigneeId.",
     args: { first: t.arg.int({ required: false }) },
+    // One read for every contact of a page (a DataLoader): the rows are the cost.
+    extensions: costs({ cost: 0 }),
     resolve: (contact, args, ctx) =>
       loadOpenTasksOfContact(ctx, contact.id, pageSize(args.first, ctx.config)),
   }),

@@ -1,6 +1,7 @@
 import type { Context } from '../context.js';
 import type { Db } from '../db/client.js';
 import { refuse } from '../errors.js';
+import { checkText, TEXT_MAX } from '../limits.js';
 import { recordEvent } from '../events/service.js';
 import { toConnection, type Connection } from '../graph/connection.js';
 import { decodeCursor, encodeCursor } from '../graph/cursor.js';
@@ -69,10 +70,16 @@ function actorOf(ctx: Context) {
   return ctx.actor;
 }
 
+/** An origin as stored: trimmed, capped, and blank is none. */
+function optionalText(text: string | null | undefined, field: string): string | null {
+  const trimmed = text?.trim();
+  return trimmed ? checkText(trimmed, field, TEXT_MAX.origin) : null;
+}
+
 function checkTitle(title: string): string {
   const trimmed = title.trim();
   if (trimmed === '') throw refuse('task_title_required');
-  return trimmed;
+  return checkText(trimmed, 'title', TEXT_MAX.title);
 }
 
 function checkPriority(priority: string): string {
@@ -97,8 +104,10 @@ export function originOf(
   token: { name: string } | null,
   input: Pick<CreateTaskInput, 'originSource' | 'originEventId'>,
 ): { originSource: string | null; originEventId: string | null } {
-  const originEventId = input.originEventId?.trim() || null;
-  const originSource = token ? `token:${token.name}` : input.originSource?.trim() || null;
+  const originEventId = optionalText(input.originEventId, 'originEventId');
+  const originSource = token
+    ? `token:${token.name}`
+    : optionalText(input.originSource, 'originSource');
   if (originEventId !== null && originSource === null) throw refuse('origin_source_required');
   return { originSource, originEventId };
 }

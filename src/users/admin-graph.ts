@@ -4,6 +4,12 @@ import { setUserDisabled, setUserRole } from './admin.js';
 import { AccountObject } from './graph.js';
 import { acceptInvitation, inviteUser, resendInvite, type InviteResult } from './invitations.js';
 import { requestPasswordReset, resetPassword } from './resets.js';
+import { passwordLimits } from '../auth/graph.js';
+import { costs } from '../graph/complexity.js';
+import { PASSWORD, WRITE } from '../graph/costs.js';
+import { limited } from '../graph/input-limits.js';
+import { TEXT_MAX } from '../limits.js';
+import { NAME_MAX } from './rules.js';
 
 const InvitePayload = builder.objectRef<InviteResult>('InvitePayload').implement({
   description: 'An invited account and, when no mail carried it, its activation link.',
@@ -21,6 +27,8 @@ const InvitePayload = builder.objectRef<InviteResult>('InvitePayload').implement
 });
 
 const manageUsers = { access: { scope: 'users:write', capability: 'manage_users' } } as const;
+const nameLimits = limited({ maxLength: NAME_MAX, tooLong: 'name_too_long' });
+const word = limited({ maxLength: TEXT_MAX.word });
 
 builder.mutationFields((t) => ({
   invite: t.field({
@@ -31,8 +39,8 @@ builder.mutationFields((t) => ({
     authScopes: manageUsers,
     args: {
       email: t.arg.string({ required: true }),
-      name: t.arg.string({ required: true }),
-      role: t.arg.string({ required: false }),
+      name: t.arg.string({ required: true, extensions: nameLimits }),
+      role: t.arg.string({ required: false, extensions: word }),
     },
     resolve: (_root, args, ctx) => inviteUser(ctx, args),
   }),
@@ -59,7 +67,7 @@ builder.mutationFields((t) => ({
     authScopes: manageUsers,
     args: {
       userId: t.arg({ type: 'UUID', required: true }),
-      role: t.arg.string({ required: true }),
+      role: t.arg.string({ required: true, extensions: word }),
     },
     resolve: (_root, args, ctx) => setUserRole(ctx, args),
   }),
@@ -69,10 +77,11 @@ builder.mutationFields((t) => ({
       'Activates an invited account with a password (and optionally a corrected name) and ' +
       'signs it in. Open to anonymous callers; the token is the link fragment.',
     skipTypeScopes: true,
+    extensions: costs({ cost: WRITE + PASSWORD }),
     args: {
       token: t.arg.string({ required: true }),
-      password: t.arg.string({ required: true }),
-      name: t.arg.string({ required: false }),
+      password: t.arg.string({ required: true, extensions: passwordLimits }),
+      name: t.arg.string({ required: false, extensions: nameLimits }),
     },
     resolve: async (_root, args, ctx) => ({ me: await acceptInvitation(ctx, args) }),
   }),
@@ -97,9 +106,10 @@ builder.mutationFields((t) => ({
       "Sets a new password from a reset link, ends the account's other sessions and signs " +
       'it in. Open to anonymous callers.',
     skipTypeScopes: true,
+    extensions: costs({ cost: WRITE + PASSWORD }),
     args: {
       token: t.arg.string({ required: true }),
-      password: t.arg.string({ required: true }),
+      password: t.arg.string({ required: true, extensions: passwordLimits }),
     },
     resolve: async (_root, args, ctx) => ({ me: await resetPassword(ctx, args) }),
   }),

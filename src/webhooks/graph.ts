@@ -1,4 +1,8 @@
 import { builder } from '../graph/builder.js';
+import { costs } from '../graph/complexity.js';
+import { STATEMENT } from '../graph/costs.js';
+import { limited } from '../graph/input-limits.js';
+import { TEXT_MAX } from '../limits.js';
 import { connectionOf } from '../graph/connection.js';
 import { pageSize } from '../graph/paging.js';
 import {
@@ -35,7 +39,15 @@ export const WebhookObject = builder.objectRef<Webhook>('Webhook').implement({
     deliveries: t.field({
       type: [WebhookDeliveryObject],
       description: 'Latest deliveries first; `status` keeps one state (e.g. failed).',
-      args: { first: t.arg.int({ required: false }), status: t.arg.string({ required: false }) },
+      args: {
+        first: t.arg.int({ required: false }),
+        status: t.arg.string({
+          required: false,
+          extensions: limited({ maxLength: TEXT_MAX.word }),
+        }),
+      },
+      // One statement a webhook, not batched across the page.
+      extensions: costs({ cost: STATEMENT }),
       resolve: (webhook, args, ctx) =>
         recentDeliveries(ctx, webhook, pageSize(args.first, ctx.config), args.status ?? null),
     }),
@@ -72,8 +84,11 @@ builder.mutationFields((t) => ({
     type: CreateWebhookPayload,
     authScopes: { access: { scope: 'webhooks:write', capability: 'manage_webhooks' } },
     args: {
-      url: t.arg.string({ required: true }),
-      events: t.arg.stringList({ required: true }),
+      url: t.arg.string({ required: true, extensions: limited({ maxLength: TEXT_MAX.url }) }),
+      events: t.arg.stringList({
+        required: true,
+        extensions: limited({ maxLength: TEXT_MAX.word, maxItems: 100 }),
+      }),
     },
     resolve: (_root, args, ctx) => createWebhook(ctx, args),
   }),
