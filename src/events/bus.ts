@@ -5,6 +5,7 @@ import type { Logger } from '../log.js';
 import { parseRevocation, REVOCATIONS_CHANNEL, revokes } from './revocations.js';
 import { EVENTS_CHANNEL, type EventNotice } from './service.js';
 import { openSubscription, type Subscriber } from './subscription.js';
+import { payloadObject } from './payload.js';
 
 /** A notice as a subscriber receives it: the NOTIFY payload, `at` filled in when absent. */
 export interface BusNotice extends Omit<EventNotice, 'at'> {
@@ -52,14 +53,8 @@ export interface EventBusOptions {
 
 /** Reads a NOTIFY payload; null when it is not one of ours. */
 export function parseNotice(payload: string): BusNotice | null {
-  let value: unknown;
-  try {
-    value = JSON.parse(payload);
-  } catch {
-    return null;
-  }
-  if (typeof value !== 'object' || value === null) return null;
-  const v = value as Record<string, unknown>;
+  const v = payloadObject(payload);
+  if (!v) return null;
   if (typeof v.workspaceId !== 'string' || typeof v.id !== 'string' || typeof v.name !== 'string') {
     return null;
   }

@@ -1,6 +1,7 @@
 import { sql } from 'drizzle-orm';
 import type { Actor } from '../context.js';
 import type { Db } from '../db/client.js';
+import { payloadObject } from './payload.js';
 
 /** The NOTIFY channel on which credentials that stopped working are announced. */
 export const REVOCATIONS_CHANNEL = 'svc_revocations';
@@ -39,14 +40,8 @@ function optionalString(value: unknown): string | undefined | null {
 
 /** Reads a NOTIFY payload; null when it is not one of ours. */
 export function parseRevocation(payload: string): Revocation | null {
-  let value: unknown;
-  try {
-    value = JSON.parse(payload);
-  } catch {
-    return null;
-  }
-  if (typeof value !== 'object' || value === null) return null;
-  const v = value as Record<string, unknown>;
+  const v = payloadObject(payload);
+  if (!v) return null;
   const ids = [v.userId, v.tokenId, v.sessionId].map(optionalString);
   if (typeof v.workspaceId !== 'string' || ids.includes(null)) return null;
   const [userId, tokenId, sessionId] = ids as (string | undefined)[];
