@@ -3,12 +3,10 @@
 // is spread over both. Each request
 // carries a bearer token, so the anonymous per-address cap never refuses it first, and
 // the tokens belong to several accounts, so no per-user slot does either.
-import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import type { User } from '../../src/users/tables.js';
-import { finished, svc, waitForOutput } from '../support/cli.js';
+import { serveProcesses } from '../support/cli.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
-import { freePort } from '../support/env.js';
 import { bearer, createUser, createWorkspace, PASSWORD, tokenFor } from '../support/factories.js';
 
 const LOGIN = 'mutation($e:String!,$p:String!){login(email:$e,password:$p){me{id}}}';
@@ -16,23 +14,18 @@ const REQUEST_RESET = 'mutation($e:String!){requestPasswordReset(email:$e)}';
 const ACCOUNTS = 8;
 
 let db: TestDatabase;
-const children: ChildProcessWithoutNullStreams[] = [];
+const serveProcess = serveProcesses();
 let urls: string[];
 let member: User;
 let tokens: Record<string, string>[];
 
 async function serve(): Promise<string> {
-  const port = await freePort();
-  const child = svc(['serve'], {
+  const served = await serveProcess({
     SVC_DATABASE_URL: db.url,
-    SVC_ADDR: `127.0.0.1:${port}`,
     // Each test speaks for an address of its own, through a trusted proxy on loopback.
     SVC_TRUSTED_PROXIES: '127.0.0.1/32',
   });
-  void finished(child);
-  children.push(child);
-  await waitForOutput(child, /"msg":"listening"/);
-  return `http://127.0.0.1:${port}`;
+  return served.url;
 }
 
 beforeAll(async () => {
@@ -49,7 +42,6 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  for (const child of children) child.kill('SIGKILL');
   await db?.drop();
 });
 

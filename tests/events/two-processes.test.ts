@@ -1,28 +1,17 @@
 // SPEC 6 across real processes: two `svc serve` sharing one database; a write on one
 // reaches a stream opened on the other, and a revoked credential's streams end on both
 // (SPEC 5) well inside SVC_STREAM_LIFETIME, set to 5 minutes here.
-import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { afterAll, beforeAll, expect, test } from '@jest/globals';
-import { finished, runSvc, svc, waitForOutput } from '../support/cli.js';
+import { runSvc, serveProcesses } from '../support/cli.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
-import { freePort } from '../support/env.js';
 import { bearer, createUser, createWorkspace, tokenFor } from '../support/factories.js';
 import { COMPLETE, endOf, openStream, type SseStream } from './sse.js';
 
 let db: TestDatabase;
-const servers: { child: ChildProcessWithoutNullStreams; url: string }[] = [];
+const serveProcess = serveProcesses();
 
 async function serve(): Promise<string> {
-  const port = await freePort();
-  const child = svc(['serve'], {
-    SVC_DATABASE_URL: db.url,
-    SVC_ADDR: `127.0.0.1:${port}`,
-    SVC_STREAM_LIFETIME: '5m',
-  });
-  void finished(child);
-  servers.push({ child, url: `http://127.0.0.1:${port}` });
-  await waitForOutput(child, /"msg":"listening"/);
-  return `http://127.0.0.1:${port}`;
+  return (await serveProcess({ SVC_DATABASE_URL: db.url, SVC_STREAM_LIFETIME: '5m' })).url;
 }
 
 let first: string;
@@ -34,7 +23,6 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  for (const { child } of servers) child.kill('SIGKILL');
   await db.drop();
 });
 

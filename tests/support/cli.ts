@@ -1,5 +1,6 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { repoRoot, svcBin } from './env.js';
+import { afterAll } from '@jest/globals';
+import { freePort, repoRoot, svcBin } from './env.js';
 
 export interface CliResult {
   code: number | null;
@@ -71,4 +72,28 @@ export function waitForOutput(
     child.stderr.on('data', onData);
     child.once('close', (code) => reject(new Error(`exited ${code} before ${pattern}: ${seen}`)));
   });
+}
+
+export interface ServedProcess {
+  url: string;
+  child: ChildProcessWithoutNullStreams;
+}
+
+/**
+ * A starter of real `svc serve` processes on free loopback ports, each with `env`, all
+ * killed after the calling file's tests; call it at module level.
+ */
+export function serveProcesses(): (env: Record<string, string>) => Promise<ServedProcess> {
+  const started: ChildProcessWithoutNullStreams[] = [];
+  afterAll(() => {
+    for (const child of started) if (child.exitCode === null) child.kill('SIGKILL');
+  });
+  return async (env) => {
+    const port = await freePort();
+    const child = svc(['serve'], { SVC_ADDR: `127.0.0.1:${port}`, ...env });
+    void finished(child);
+    started.push(child);
+    await waitForOutput(child, /"msg":"listening"/);
+    return { url: `http://127.0.0.1:${port}`, child };
+  };
 }

@@ -1,16 +1,14 @@
 // Deliveries are durable jobs in PostgreSQL: they survive a SIGKILL, and several server
 // processes deliver each event once. Runs the real `svc serve`.
-import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, expect, test } from '@jest/globals';
-import { finished, svc, waitForOutput } from '../support/cli.js';
+import { serveProcesses } from '../support/cli.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
-import { freePort } from '../support/env.js';
 import { bearer, createUser, createWorkspace, tokenFor } from '../support/factories.js';
 
 let db: TestDatabase;
-const children: ChildProcessWithoutNullStreams[] = [];
+const serveProcess = serveProcesses();
 let receiver: Server;
 let receiverUrl = '';
 /** Event ids in the order deliveries arrived. */
@@ -20,17 +18,8 @@ let holding = false;
 const held: (() => void)[] = [];
 let headers: Record<string, string>;
 
-async function serve(): Promise<{ url: string; child: ChildProcessWithoutNullStreams }> {
-  const port = await freePort();
-  const child = svc(['serve'], {
-    SVC_DATABASE_URL: db.url,
-    SVC_ADDR: `127.0.0.1:${port}`,
-    SVC_WEBHOOK_ALLOWED_HOSTS: '127.0.0.1/32',
-  });
-  void finished(child);
-  children.push(child);
-  await waitForOutput(child, /"msg":"listening"/);
-  return { url: `http://127.0.0.1:${port}`, child };
+function serve() {
+  return serveProcess({ SVC_DATABASE_URL: db.url, SVC_WEBHOOK_ALLOWED_HOSTS: '127.0.0.1/32' });
 }
 
 async function graph(url: string, query: string, variables: Record<string, unknown> = {}) {
@@ -86,7 +75,6 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
   await new Promise((resolve) => receiver.close(resolve));
   await db.drop();
 });
