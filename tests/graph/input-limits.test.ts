@@ -204,7 +204,8 @@ describe('lists', () => {
 describe('nesting', () => {
   test('brackets nested past the limit are query_too_deep before parsing', async () => {
     const deep = `{ contacts(q: ${'['.repeat(100_000)}"a"${']'.repeat(100_000)}) { edges { cursor } } }`;
-    const { body } = await svc.graph(deep);
+    const { status, body } = await svc.graph(deep);
+    expect(status).toBe(200);
     expectRefusal(body, 'query_too_deep', { max: DEPTH_MAX });
   });
 
@@ -220,7 +221,8 @@ describe('nesting', () => {
     for (let i = 0; i < count; i += 1) {
       query += `fragment F${i} on Query { ${i + 1 < count ? `...F${i + 1}` : 'version'} }\n`;
     }
-    const { body } = await svc.graph(query);
+    const { status, body } = await svc.graph(query);
+    expect(status).toBe(200);
     expectRefusal(body, 'query_too_deep', { max: DEPTH_MAX });
   });
 
