@@ -1,5 +1,11 @@
 // The note plugin's graph: the Note type, notes(contactId), Contact.notes and noteCreate.
-import { builder, ContactObject, extendCoreType, limited } from '../../src/plugin-sdk/index.js';
+import {
+  builder,
+  ContactObject,
+  costs,
+  extendCoreType,
+  limited,
+} from '../../src/plugin-sdk/index.js';
 import { contactNotes, createNote, listNotes, NOTE_BODY_MAX } from './service.js';
 import type { Note } from './tables.js';
 
@@ -57,6 +63,8 @@ extendCoreType(ContactObject, 'notes', (t) =>
     type: [NoteObject],
     description: "The contact's notes, newest first.",
     args: { first: t.arg.int({ required: false }) },
+    // A DataLoader reads every contact of a page at once: the rows are the cost.
+    extensions: costs({ cost: 0 }),
     resolve: (contact, args, ctx) => contactNotes(ctx, contact.id, args.first),
   }),
 );

@@ -2,7 +2,7 @@ import { describe, expect, test } from '@jest/globals';
 import { graphql, type GraphQLObjectType } from 'graphql';
 import { builder } from '../../src/graph/builder.js';
 import { buildSchema } from '../../src/graph/schema.js';
-import { extendCoreType } from '../../src/plugin-sdk/index.js';
+import { extendCoreType, STATEMENT } from '../../src/plugin-sdk/index.js';
 
 // A core-like type whose rows carry more than an id.
 const Thing = builder.objectRef<{ id: string; secret: string }>('SdkThing').implement({
@@ -20,6 +20,11 @@ extendCoreType(Thing, 'seen', (t) =>
 );
 
 describe('extendCoreType', () => {
+  test('the field costs a statement a parent row unless it declares its cost', () => {
+    const seen = (buildSchema().getType('SdkThing') as GraphQLObjectType).getFields().seen;
+    expect(seen?.extensions).toMatchObject({ complexity: { cost: STATEMENT } });
+  });
+
   test('the field resolver receives the id only, never the core parent object', async () => {
     const result = await graphql({
       schema: buildSchema(),
