@@ -56,13 +56,22 @@ export interface RunningService {
   stop(): Promise<void>;
 }
 
-/** Spawns `svc serve` and polls readiness (every 10 ms) to time the start. */
-export async function startServe(env: Record<string, string>): Promise<RunningService> {
+/** How long `stop()` lets `svc serve` shut down before killing it. */
+const STOP_GRACE_MS = 30_000;
+
+/**
+ * Spawns `svc serve` of the checkout at `svcRoot` (this one unless given; another lets a
+ * bench compare two commits) and polls readiness (every 10 ms) to time the start.
+ */
+export async function startServe(
+  env: Record<string, string>,
+  svcRoot = root,
+): Promise<RunningService> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const started = performance.now();
-  const child = spawn(process.execPath, [path.join(root, 'bin/svc.js'), 'serve'], {
-    cwd: root,
+  const child = spawn(process.execPath, [path.join(svcRoot, 'bin/svc.js'), 'serve'], {
+    cwd: svcRoot,
     env: { PATH: process.env.PATH ?? '', SVC_ADDR: `127.0.0.1:${port}`, ...env },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
@@ -81,9 +90,16 @@ export async function startServe(env: Record<string, string>): Promise<RunningSe
     url,
     child,
     readyMs,
+    // A service still busy with work its clients left (a bench of the unfair past) may
+    // not finish shutting down: the bench must end all the same.
     stop: () =>
       new Promise((resolve) => {
-        child.once('exit', () => resolve());
+        if (child.exitCode !== null || child.signalCode !== null) return resolve();
+        const kill = setTimeout(() => child.kill('SIGKILL'), STOP_GRACE_MS);
+        child.once('exit', () => {
+          clearTimeout(kill);
+          resolve();
+        });
         child.kill('SIGTERM');
       }),
   };
