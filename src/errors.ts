@@ -161,6 +161,10 @@ export const coreReasons = {
     'VALIDATION',
     (m) => `operation nests deeper than ${m.max} levels`,
   ),
+  query_too_large: reason<{ max: number }>(
+    'VALIDATION',
+    (m) => `operation holds more than ${m.max} tokens`,
+  ),
   identities_full: reason<{ max: number }>(
     'CONFLICT',
     (m) => `a contact holds at most ${m.max} identities`,

@@ -36,6 +36,12 @@ export const IDENTITIES_PER_REQUEST = 20;
 export const IDENTITIES_PER_CONTACT = 50;
 /** How deep an operation nests: selections, fragment spreads, list and object values. */
 export const DEPTH_MAX = 64;
+/**
+ * Tokens in one operation. GraphiQL's whole introspection query has 183 and a frontend's
+ * page a few hundred; parsing and validating 40,000 takes about a quarter of a second of
+ * the event loop, where a megabyte of aliases took a second.
+ */
+export const TOKENS_MAX = 40_000;
 
 /** Text PostgreSQL can store as written: no NUL, no unpaired UTF-16 surrogate. */
 export function isValidText(text: string): boolean {

@@ -5,8 +5,8 @@ import type { Config } from '../config.js';
 import type { Context } from '../context.js';
 import type { Logger } from '../log.js';
 import { useComplexityLimit } from './complexity.js';
+import { useDocumentLimits } from './document-limits.js';
 import { ROOT_COSTS } from './costs.js';
-import { useDepthLimit } from './depth.js';
 import { useInputLimits } from './input-limits.js';
 import { useOperationDeadline } from './deadline.js';
 import { createErrorMasker, useRequestErrorShape } from './error-shape.js';
@@ -47,7 +47,7 @@ export function createGraphServer(schema: GraphQLSchema, config: Config, log: Lo
     maxRequestBodySize: false,
     plugins: [
       useRequestErrorShape(),
-      useDepthLimit(),
+      useDocumentLimits(),
       useIntrospectionGate({ allowAnonymous: config.server.devGraphiql }),
       useInputLimits(),
       useComplexityLimit({

@@ -6,29 +6,40 @@ import {
 } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import { refuse } from '../errors.js';
-import { DEPTH_MAX } from '../limits.js';
+import { DEPTH_MAX, TOKENS_MAX } from '../limits.js';
+
+/** Characters a GraphQL name or number continues with. */
+const WORD = /[_0-9A-Za-z.+-]/;
 
 /**
- * How deep brackets nest in a query text (`{` and `[`), outside strings and comments.
- * Stops counting once past `max`: the answer is then `max + 1`.
+ * What a query text holds before it is parsed: how deep its brackets (`{`, `[`) nest and
+ * how many tokens it has (a name, number or string is one, each punctuation mark one),
+ * outside comments. Stops once past either limit, so a megabyte costs one short scan.
  */
-export function bracketDepth(text: string, max: number): number {
+export function measureText(
+  text: string,
+  limits: { maxDepth: number; maxTokens: number },
+): { depth: number; tokens: number } {
   let depth = 0;
   let deepest = 0;
+  let tokens = 0;
   for (let i = 0; i < text.length; i += 1) {
-    const c = text[i];
+    const c = text[i] as string;
     if (c === '#') {
       while (i < text.length && text[i] !== '\n' && text[i] !== '\r') i += 1;
-    } else if (c === '"') {
-      i = stringEnd(text, i);
-    } else if (c === '{' || c === '[') {
-      depth += 1;
-      if (depth > deepest && (deepest = depth) > max) return deepest;
-    } else if (c === '}' || c === ']') {
-      depth -= 1;
+      continue;
     }
+    if (c === ' ' || c === ',' || c === '\n' || c === '\r' || c === '\t' || c === '\ufeff')
+      continue;
+    tokens += 1;
+    if (c === '"') i = stringEnd(text, i);
+    else if (WORD.test(c)) while (i + 1 < text.length && WORD.test(text[i + 1] as string)) i += 1;
+    else if (c === '{' || c === '[') depth += 1;
+    else if (c === '}' || c === ']') depth -= 1;
+    deepest = Math.max(deepest, depth);
+    if (deepest > limits.maxDepth || tokens > limits.maxTokens) break;
   }
-  return deepest;
+  return { depth: deepest, tokens };
 }
 
 /** The index of the closing quote of the string (or block string) opening at `start`. */
@@ -102,19 +113,25 @@ export function selectionDepth(document: DocumentNode, max: number): number {
 }
 
 /**
- * Refuses an operation nested past `max` levels (`query_too_deep`, meta `max`) before
- * graphql-js recurses through it: the text is measured before parsing (the parser
- * recurses per bracket), the document before validation (which recurses per fragment
- * spread). Neither can then overflow the stack whatever the body holds.
+ * Refuses an operation too large or nested too deep before graphql-js spends on it:
+ * past `maxTokens` tokens (`query_too_large`, meta `max`), since parsing and validating
+ * are synchronous and a megabyte of aliases holds the event loop for a second; past
+ * `maxDepth` levels (`query_too_deep`, meta `max`), since graphql-js recurses once a level.
+ * The text is measured before parsing (the parser recurses per bracket), the document
+ * before validation (which recurses per fragment spread), so neither can overflow the
+ * stack whatever the body holds.
  */
-export function useDepthLimit(options: { max?: number } = {}): Plugin {
-  const max = options.max ?? DEPTH_MAX;
+export function useDocumentLimits(options: { maxDepth?: number; maxTokens?: number } = {}): Plugin {
+  const max = options.maxDepth ?? DEPTH_MAX;
+  const maxTokens = options.maxTokens ?? TOKENS_MAX;
   // Parsed documents are cached and reused: each is measured once.
   const measured = new WeakMap<DocumentNode, boolean>();
   return {
     onParse({ params }) {
       const text = typeof params.source === 'string' ? params.source : params.source.body;
-      if (bracketDepth(text, max) > max) throw refuse('query_too_deep', { max });
+      const { depth, tokens } = measureText(text, { maxDepth: max, maxTokens });
+      if (tokens > maxTokens) throw refuse('query_too_large', { max: maxTokens });
+      if (depth > max) throw refuse('query_too_deep', { max });
       return ({ result, replaceParseResult }) => {
         if (result instanceof Error || result === null) return;
         let tooDeep = measured.get(result);
