@@ -108,10 +108,7 @@ async function withIdentityRefusal<T>(
   }
 }
 
-/**
- * Adds an identity to a contact inside `tx`, or refuses with its holder. The caller has
- * locked the contact's row, so the count a full contact is refused by is exact.
- */
+/** Adds an identity to a contact inside `tx`, or refuses with its holder. */
 async function addIdentityIn(
   tx: Db,
   ctx: Context,
@@ -119,11 +116,6 @@ async function addIdentityIn(
   identity: NormalisedIdentity,
 ): Promise<ContactIdentity> {
   const workspaceId = workspaceOf(ctx);
-  if ((await countIdentitiesOf(tx, workspaceId, contactId)) >= IDENTITIES_PER_CONTACT) {
-    const held = await findIdentityByKey(tx, workspaceId, identity.channel, identity.identifierKey);
-    if (held?.contactId === contactId) return held;
-    throw refuse('identities_full', { max: IDENTITIES_PER_CONTACT });
-  }
   const row = await insertIdentity(tx, workspaceId, contactId, identity);
   if (!row) {
     const held = await findIdentityByKey(tx, workspaceId, identity.channel, identity.identifierKey);
@@ -196,7 +188,14 @@ export async function addContactIdentity(
       // Touching the contact first locks it and tells whether it exists here.
       const contact = await touchContact(tx, workspaceId, input.contactId);
       if (!contact) throw refuse('contact_not_found');
-      return { identity: await addIdentityIn(tx, ctx, contact.id, identity), contact };
+      const added = await addIdentityIn(tx, ctx, contact.id, identity);
+      // Counted under the contact's row lock, so concurrent adds stop exactly at the cap;
+      // an identity the contact already held changes no count. (createContact writes at
+      // most IDENTITIES_PER_REQUEST, below the cap.)
+      if ((await countIdentitiesOf(tx, workspaceId, contact.id)) > IDENTITIES_PER_CONTACT) {
+        throw refuse('identities_full', { max: IDENTITIES_PER_CONTACT });
+      }
+      return { identity: added, contact };
     }),
   );
   contactLoaders(ctx).identities.clear(result.contact.id);
