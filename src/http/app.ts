@@ -16,7 +16,7 @@ import type { AccessCatalogue } from '../auth/access.js';
 import { createGraphRoute } from './graph-route.js';
 import { createSlots } from './guards/slots.js';
 import { clientAddress } from './guards/client-address.js';
-import { CROSS_ORIGIN_BODY, crossOriginRefusal } from './guards/cross-origin.js';
+import { crossOriginRefusal, refuseCrossOrigin } from './guards/cross-origin.js';
 import { sendJson } from './node-fetch-bridge.js';
 import { createPluginGuard } from './plugin-guard.js';
 import { createPluginRouter, PLUGIN_ROUTE_PREFIX } from './plugin-routes.js';
@@ -81,19 +81,13 @@ export function createApp(deps: AppDeps): App {
     const url = new URL(req.url ?? '/', 'http://localhost');
     const path = url.pathname;
     // SPEC 5: a browser write from another origin is refused before anything reads it;
-    // an origin SVC_CORS_ORIGINS lists counts as the service's own.
-    const crossOrigin = crossOriginRefusal(
-      req.method ?? 'GET',
-      req.headers,
-      config.server.corsOrigins,
-    );
-    if (crossOrigin) {
-      log.warn(
-        { reason: crossOrigin.reason, path, origin: req.headers.origin },
-        'cross-origin write refused',
-      );
-      return sendJson(res, 403, CROSS_ORIGIN_BODY);
-    }
+    // an origin SVC_CORS_ORIGINS lists counts as the service's own. The graph judges a
+    // write by its operation, once it holds the body (graph-route.ts).
+    const crossOrigin =
+      path === GRAPH_PATH
+        ? null
+        : crossOriginRefusal(req.method ?? 'GET', req.headers, config.server.corsOrigins);
+    if (crossOrigin) return refuseCrossOrigin(req, res, log, crossOrigin);
     const client = clientAddress(
       req.socket.remoteAddress,
       req.headers['x-forwarded-for'],

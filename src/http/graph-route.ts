@@ -14,7 +14,9 @@ import type { createCancellation } from './cancellation.js';
 import { anonymousBodyRefusal, anonymousQueryRefusal } from './guards/anonymous.js';
 import { answerTooLargeBody } from './guards/answer-cap.js';
 import { applyCors } from './guards/cors.js';
+import { crossOriginRefusal, refuseCrossOrigin } from './guards/cross-origin.js';
 import { GRAPH_GET_REFUSED_BODY, graphGetRefused } from './guards/graph-get.js';
+import { asksForWrite } from './guards/operation-kind.js';
 import { createSlots, type Slots } from './guards/slots.js';
 import { streamRequested } from './guards/stream-accept.js';
 import { readBody, sendJson, sendWebResponse, toWebRequest } from './node-fetch-bridge.js';
@@ -124,6 +126,17 @@ export function createGraphRoute(deps: GraphRouteDeps) {
     if (graphGetRefused(req.method ?? 'GET', req.headers.accept, config.server.devGraphiql)) {
       return sendJson(res, 405, GRAPH_GET_REFUSED_BODY, { allow: 'POST' });
     }
+    // SPEC 5: a browser write from another origin is refused before the graph reads it.
+    // A write is judged by its operation, so a POSTed query passes; a multipart body (an
+    // upload) is a write, refused before it is buffered.
+    const crossOrigin = crossOriginRefusal(
+      req.method ?? 'GET',
+      req.headers,
+      config.server.corsOrigins,
+    );
+    if (crossOrigin && (req.method !== 'POST' || isMultipart(req))) {
+      return refuseCrossOrigin(req, res, log, crossOrigin);
+    }
     const credential = await resolveCredential(deps.database.db, deps.access, req.headers);
     if ('invalidToken' in credential) {
       return graphRefusal(
@@ -135,6 +148,7 @@ export function createGraphRoute(deps: GraphRouteDeps) {
     const { actor } = credential;
     const read = await body(req, res, actor);
     if (read === 'refused') return;
+    if (crossOrigin && asksForWrite(read)) return refuseCrossOrigin(req, res, log, crossOrigin);
     if (!actor) {
       const refusal =
         anonymousBodyRefusal({

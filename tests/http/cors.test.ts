@@ -6,6 +6,7 @@ import { startTestService, type TestService } from '../support/service.js';
 const APP = 'https://app.example';
 const EVIL = 'https://evil.example';
 const ME = '{ me { email } }';
+const WRITE = 'mutation { setLocale(locale: "de-DE") }';
 
 // Two services on one database: one as shipped, one whose operator lists a frontend
 // hosted elsewhere.
@@ -72,8 +73,14 @@ describe('without SVC_CORS_ORIGINS', () => {
     expect(await response.text()).not.toContain('@');
   });
 
-  test('a POST from another origin is refused as a cross-origin write, with no CORS headers', async () => {
+  test('a POSTed read from another origin runs, but names no origin back, so the page cannot read it', async () => {
     const response = await browserPost(plain, EVIL, ME);
+    expect(response.status).toBe(200);
+    expect(corsOf(response)).toEqual({});
+  });
+
+  test('a POSTed mutation from another origin is refused as a cross-origin write, with no CORS headers', async () => {
+    const response = await browserPost(plain, EVIL, WRITE);
     expect(response.status).toBe(403);
     expect(corsOf(response)).toEqual({});
     expect(await response.json()).toEqual({
@@ -137,7 +144,7 @@ describe('with SVC_CORS_ORIGINS', () => {
   });
 
   test('an unlisted origin’s write is still refused, with no CORS headers', async () => {
-    const response = await browserPost(listing, EVIL, ME);
+    const response = await browserPost(listing, EVIL, WRITE);
     expect(response.status).toBe(403);
     expect(corsOf(response)).toEqual({});
   });

@@ -23,7 +23,9 @@ beforeAll(async () => {
 
 afterAll(() => svc.stop());
 
-function post(headers: Record<string, string>, query = '{ __typename }') {
+const WRITE = 'mutation { logout }';
+
+function post(headers: Record<string, string>, query = WRITE) {
   return fetch(`${svc.url}/api/graphql`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...svc.adminHeaders, ...headers },
@@ -63,17 +65,59 @@ describe('cross-origin writes', () => {
     expect(response.status).toBe(200);
   });
 
-  test('reads are never refused', async () => {
-    // GET /api/graphql runs only event streams without SVC_DEV_GRAPHIQL; the guard is the
-    // same on every route, so a probe route shows it.
-    const response = await fetch(`${svc.url}/api/healthz`, {
+  test('reads are never refused, sent by GET or by POST', async () => {
+    const crossSite = { origin: 'https://elsewhere.example', 'sec-fetch-site': 'cross-site' };
+    const probe = await fetch(`${svc.url}/api/healthz`, {
+      headers: { ...svc.adminHeaders, ...crossSite },
+    });
+    expect(probe.status).toBe(200);
+    const query = await post(crossSite, '{ me { email } }');
+    expect(query.status).toBe(200);
+    expect(await query.json()).toEqual({ data: { me: { email: expect.any(String) } } });
+  });
+
+  test('a POSTed operation is judged by the operation it runs; doubt is a write', async () => {
+    const crossSite = { 'sec-fetch-site': 'cross-site' };
+    const named = (operationName: string) =>
+      fetch(`${svc.url}/api/graphql`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...svc.adminHeaders, ...crossSite },
+        body: JSON.stringify({ query: 'query A { version } mutation B { logout }', operationName }),
+      });
+    expect((await named('A')).status).toBe(200);
+    expect((await named('B')).status).toBe(403);
+    const unreadable = await fetch(`${svc.url}/api/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...svc.adminHeaders, ...crossSite },
+      body: '{ "query": ',
+    });
+    expect(unreadable.status).toBe(403);
+    const upload = new FormData();
+    upload.set('operations', JSON.stringify({ query: '{ version }' }));
+    upload.set('map', '{}');
+    const multipart = await fetch(`${svc.url}/api/graphql`, {
+      method: 'POST',
+      headers: { ...svc.adminHeaders, ...crossSite },
+      body: upload,
+    });
+    expect(multipart.status).toBe(403);
+    expect(await multipart.json()).toEqual({
+      error: 'cross-origin request refused',
+      code: 'request_cross_origin',
+    });
+  });
+
+  test('other routes judge a write by its method', async () => {
+    const response = await fetch(`${svc.url}/api/mcp`, {
+      method: 'POST',
       headers: {
+        'content-type': 'application/json',
         ...svc.adminHeaders,
         origin: 'https://elsewhere.example',
-        'sec-fetch-site': 'cross-site',
       },
+      body: '{}',
     });
-    expect(response.status).toBe(200);
+    expect(response.status).toBe(403);
   });
 });
 

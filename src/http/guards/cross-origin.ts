@@ -1,3 +1,6 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Logger } from '../../log.js';
+import { sendJson } from '../node-fetch-bridge.js';
 import { isListedOrigin } from './cors.js';
 
 /** The 403 body of a refused cross-origin write (SPEC 5, 7.2). */
@@ -60,4 +63,19 @@ function sameHostAndPort(originText: string, hostHeader: string | undefined): bo
   const originPort = origin.port === '' ? defaultPort : Number(origin.port);
   const hostPort = host[2] === undefined ? defaultPort : Number(host[2]);
   return new URL(`http://${hostName}`).hostname === origin.hostname && hostPort === originPort;
+}
+
+/** Answers a refused cross-origin write and logs the warning SPEC 5 asks for. */
+export function refuseCrossOrigin(
+  req: IncomingMessage,
+  res: ServerResponse,
+  log: Logger,
+  refusal: { reason: CrossOriginReason },
+): void {
+  const path = new URL(req.url ?? '/', 'http://localhost').pathname;
+  log.warn(
+    { reason: refusal.reason, path, origin: req.headers.origin },
+    'cross-origin write refused',
+  );
+  sendJson(res, 403, CROSS_ORIGIN_BODY);
 }
