@@ -133,9 +133,9 @@ export async function createNote(ctx: Context, contactId: string, body: string):
       await recordEvent(tx, {
         workspaceId: actor.workspaceId,
         name: 'note.created',
-        subjectId: created.id,
+        subjectId: created.id, // recordEvent adds it to data as `noteId`
         actorUserId: actor.userId,
-        data: { noteId: created.id, contactId },
+        data: { contactId },
       });
       return created;
     });

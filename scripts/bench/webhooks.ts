@@ -3,6 +3,7 @@
 // arrival minus the event's `at`) for 200 events (BENCH_PACED) written one every 20 ms, as
 // an app's ordinary traffic would. The events are recorded the way writes record them
 // (recordEvent in a transaction), so each one enqueues its delivery in that transaction.
+import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createDatabase } from '../../src/db/client.js';
@@ -72,6 +73,7 @@ try {
       recordEvent(tx as never, {
         workspaceId: workspace.id,
         name: 'task.created',
+        subjectId: randomUUID(),
         audienceUserId: user.id,
         data: { i },
       }),

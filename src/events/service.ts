@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
+import { withSubject } from './subject.js';
 import { events } from './tables.js';
 
 /** The NOTIFY channel events are announced on; the payload names the row. */
@@ -15,10 +16,20 @@ export interface NewEvent {
   workspaceId: string;
   /** `contact.created`, `task.updated`, … (docs/events.md). */
   name: string;
-  subjectId?: string | null;
+  /**
+   * The record the event is about (a contact, a task, a note). Required: an automation
+   * cannot act on an event that does not say which record changed.
+   */
+  subjectId: string;
+  /**
+   * The `data` key that carries `subjectId`, only where a contract fixes another name.
+   * @default the name's first segment plus `Id` (`contact.created` → `contactId`)
+   */
+  subjectKey?: string;
   /** One account may see it (task events reach their assignee); null: everyone. */
   audienceUserId?: string | null;
   actorUserId?: string | null;
+  /** Plain JSON, delivered verbatim; the subject's id is added under `subjectKey`. */
   data?: Record<string, unknown>;
 }
 
@@ -35,20 +46,22 @@ export interface EventNotice {
 /**
  * Records an event in the caller's transaction (`db` is the transaction) and announces it
  * with NOTIFY, which PostgreSQL delivers to every listening process only at commit: a
- * rolled-back write announces nothing.
+ * rolled-back write announces nothing. `data` always carries the subject's id (see
+ * `withSubject`), for core and plugin events alike.
  */
 export async function recordEvent(db: Db, event: NewEvent): Promise<string> {
   const id = randomUUID();
+  const data = withSubject(event.name, event.subjectId, event.data, event.subjectKey);
   const [row] = await db
     .insert(events)
     .values({
       workspaceId: event.workspaceId,
       id,
       name: event.name,
-      subjectId: event.subjectId ?? null,
+      subjectId: event.subjectId,
       audienceUserId: event.audienceUserId ?? null,
       actorUserId: event.actorUserId ?? null,
-      data: event.data ?? {},
+      data,
     })
     .returning({ at: events.at });
   const notice: EventNotice = {
@@ -56,7 +69,7 @@ export async function recordEvent(db: Db, event: NewEvent): Promise<string> {
     id,
     name: event.name,
     audienceUserId: event.audienceUserId ?? null,
-    subjectId: event.subjectId ?? null,
+    subjectId: event.subjectId,
     at: (row?.at ?? new Date()).toISOString(),
   };
   // Outbox: one delivery per live subscription listing the name, in the same transaction,

@@ -179,7 +179,7 @@ describe('renameContact', () => {
     const recorded = await eventsOf(contact.id);
     expect(recorded.at(-1)).toEqual({
       name: 'contact.renamed',
-      data: { from: 'Before', to: 'After' },
+      data: { contactId: contact.id, from: 'Before', to: 'After' },
       audience: null,
     });
   });
@@ -207,7 +207,7 @@ describe('addContactIdentity', () => {
     expect(result.contact.identities.map((i) => i.id)).toEqual([result.identity.id]);
     expect((await eventsOf(contact.id)).at(-1)).toMatchObject({
       name: 'contact.identity_added',
-      data: { identityId: result.identity.id, channel: 'phone' },
+      data: { contactId: contact.id, identityId: result.identity.id, channel: 'phone' },
     });
   });
 
@@ -304,7 +304,7 @@ describe('deleteContactIdentity', () => {
     expect(result.contact.identities).toEqual([]);
     expect((await eventsOf(contact.id)).at(-1)).toMatchObject({
       name: 'contact.identity_removed',
-      data: { identityId: id },
+      data: { contactId: contact.id, identityId: id },
     });
     const second = await svc.graph(DELETE_IDENTITY, { id });
     expectReason(second.body, 'NOT_FOUND', 'identity_not_found');

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { Db } from '../../src/db/client.js';
 import { recordEvent, type NewEvent } from '../../src/events/service.js';
 
@@ -124,13 +125,20 @@ export async function endOf(stream: SseStream, withinMs: number): Promise<Frame 
   return stream.frame();
 }
 
-/** Records an event in a transaction of its own, committed (or rolled back) on return. */
-export async function record(db: Db, event: NewEvent, options: { rollback?: boolean } = {}) {
+/**
+ * Records an event in a transaction of its own, committed (or rolled back) on return; a
+ * fresh subject id when the test names none.
+ */
+export async function record(
+  db: Db,
+  event: Omit<NewEvent, 'subjectId'> & { subjectId?: string },
+  options: { rollback?: boolean } = {},
+) {
   const rolledBack = new Error('rolled back on purpose');
   let id = '';
   try {
     await db.transaction(async (tx) => {
-      id = await recordEvent(tx, event);
+      id = await recordEvent(tx, { ...event, subjectId: event.subjectId ?? randomUUID() });
       if (options.rollback) throw rolledBack;
     });
   } catch (error) {

@@ -1,5 +1,6 @@
 // New deliveries wake every process's worker through NOTIFY at commit: with the poll set to
 // an hour, a delivery still arrives as soon as its event's transaction commits.
+import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, expect, test } from '@jest/globals';
@@ -56,7 +57,11 @@ test('a delivery is sent at its event’s commit, not at the next poll', async (
 
   const delivered = new Promise<void>((resolve) => (arrived = resolve));
   const eventId = await db.database.db.transaction((tx) =>
-    recordEvent(tx as never, { workspaceId: workspace.id, name: 'task.created', data: {} }),
+    recordEvent(tx as never, {
+      workspaceId: workspace.id,
+      name: 'task.created',
+      subjectId: randomUUID(),
+    }),
   );
   await delivered;
   expect(arrivals).toEqual([expect.objectContaining({ id: eventId, name: 'task.created' })]);
