@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { GraphQLError } from 'graphql';
+import { GraphQLError, Kind, type DocumentNode, type ExecutionResult } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import { isCancellation } from '../db/gate.js';
 import { AppError, internalError } from '../errors.js';
+import { literalPlace, requestErrorField } from './error-path.js';
 import type { Logger } from '../log.js';
 
 function appErrorIn(error: unknown): AppError | null {
@@ -73,8 +74,34 @@ function asRequestRefusal(error: GraphQLError): void {
 }
 
 /**
+ * The error with `path` set to the field it is about, when it has none and a field is
+ * found; a literal refused by its scalar also names its argument, as a variable's would.
+ */
+function withFieldPath(document: DocumentNode, error: GraphQLError): GraphQLError {
+  const node = error.nodes?.[0];
+  const field = !error.path && node ? requestErrorField(document, node) : undefined;
+  if (!field || !node) return error;
+  const isLiteral = error instanceof AppError && error.reason === 'value_malformed';
+  const place =
+    isLiteral && node.kind !== Kind.VARIABLE_DEFINITION && literalPlace(field.node, node as never);
+  return new GraphQLError(place ? `${place}; ${error.message}` : error.message, {
+    nodes: error.nodes,
+    path: field.path,
+    originalError: error.originalError,
+    extensions: error.extensions,
+  });
+}
+
+function isExecutionResult(result: unknown): result is ExecutionResult {
+  return typeof result === 'object' && result !== null && !(Symbol.asyncIterator in result);
+}
+
+/**
  * Parse and validation errors skip `maskError`; Yoga marks them GRAPHQL_PARSE_FAILED or
- * GRAPHQL_VALIDATION_FAILED. This gives them the spec's VALIDATION shape instead.
+ * GRAPHQL_VALIDATION_FAILED. This gives them the spec's VALIDATION shape instead. Every
+ * error of the request itself (validation, a variable's value) also gets the `path` of the
+ * field it is about, and an answer that ran nothing gets `data: null` (SPEC 7.1), so a
+ * malformed value answers the same shape written inline or passed as a variable.
  */
 export function useRequestErrorShape(): Plugin {
   return {
@@ -83,10 +110,27 @@ export function useRequestErrorShape(): Plugin {
         if (result instanceof GraphQLError) asRequestRefusal(result);
       };
     },
-    onValidate() {
-      return ({ valid, result }) => {
-        if (!valid) for (const error of result) asRequestRefusal(error);
+    onValidate({ params }) {
+      return ({ valid, result, setResult }) => {
+        if (valid) return;
+        for (const error of result) asRequestRefusal(error);
+        setResult(result.map((error) => withFieldPath(params.documentAST, error)));
       };
+    },
+    onExecute({ args }) {
+      return {
+        onExecuteDone({ result, setResult }) {
+          if (!isExecutionResult(result) || result.data !== undefined || !result.errors) return;
+          setResult({
+            ...result,
+            errors: result.errors.map((error) => withFieldPath(args.document, error)),
+          });
+        },
+      };
+    },
+    onResultProcess({ result, setResult }) {
+      if (Array.isArray(result) || !isExecutionResult(result)) return;
+      if (result.errors?.length && result.data === undefined) setResult({ data: null, ...result });
     },
   };
 }

@@ -1,5 +1,5 @@
 import { Kind, type ValueNode } from 'graphql';
-import { refuse } from '../errors.js';
+import { AppError, refuse } from '../errors.js';
 import { builder, type UploadedFile } from './builder.js';
 
 const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -8,13 +8,25 @@ const dateTimePattern =
   /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$/;
 const datePattern = /^(\d{4})-(\d{2})-(\d{2})$/;
 
-function malformed(type: string): never {
-  throw refuse('value_malformed', { type });
+function malformed(type: string, node?: ValueNode): never {
+  throw refuse('value_malformed', { type }, node ? { nodes: [node] } : {});
 }
 
-function literalString(node: ValueNode, type: string): string {
-  if (node.kind !== Kind.STRING) malformed(type);
-  return node.value;
+/**
+ * A scalar's parseLiteral. graphql-js reports a GraphQLError thrown there as it is, so the
+ * refusal is given the literal's node: it then answers with the literal's place, as the
+ * same value passed as a variable does.
+ */
+function literal<T>(type: string, parse: (value: unknown) => T) {
+  return (node: ValueNode): T => {
+    if (node.kind !== Kind.STRING) malformed(type, node);
+    try {
+      return parse(node.value);
+    } catch (error) {
+      if (error instanceof AppError && error.reason === 'value_malformed') malformed(type, node);
+      throw error;
+    }
+  };
 }
 
 export function parseUuid(value: unknown): string {
@@ -52,14 +64,14 @@ builder.scalarType('UUID', {
   description: 'RFC 4122 UUID in text form.',
   serialize: (value) => String(value),
   parseValue: parseUuid,
-  parseLiteral: (node) => parseUuid(literalString(node, 'UUID')),
+  parseLiteral: literal('UUID', parseUuid),
 });
 
 builder.scalarType('DateTime', {
   description: 'RFC 3339 date and time, answered in UTC.',
   serialize: serializeDateTime,
   parseValue: parseDateTime,
-  parseLiteral: (node) => parseDateTime(literalString(node, 'DateTime')),
+  parseLiteral: literal('DateTime', parseDateTime),
 });
 
 builder.scalarType('Date', {
@@ -67,7 +79,7 @@ builder.scalarType('Date', {
   serialize: (value: unknown) =>
     value instanceof Date ? value.toISOString().slice(0, 10) : String(value),
   parseValue: parseDate,
-  parseLiteral: (node) => parseDate(literalString(node, 'Date')),
+  parseLiteral: literal('Date', parseDate),
 });
 
 builder.scalarType('Upload', {
@@ -81,5 +93,5 @@ builder.scalarType('Upload', {
       malformed('Upload');
     return file as UploadedFile;
   },
-  parseLiteral: () => malformed('Upload'),
+  parseLiteral: literal('Upload', () => malformed('Upload')),
 });

@@ -142,6 +142,80 @@ describe('scalars', () => {
       reason: 'value_malformed',
     });
   });
+
+  test('a malformed value answers one shape, written inline or passed as a variable: data null, the field’s path, the value’s place', async () => {
+    const inline = await svc.graph('{ contact(id: "not-a-uuid") { id } }');
+    expect(inline.body).toEqual({
+      data: null,
+      errors: [
+        {
+          message: 'Argument "id" got invalid value "not-a-uuid"; value is not a valid UUID',
+          locations: [{ line: 1, column: 15 }],
+          path: ['contact'],
+          extensions: { code: 'VALIDATION', reason: 'value_malformed', meta: { type: 'UUID' } },
+        },
+      ],
+    });
+    const variable = await svc.graph('query ($id: UUID!) { contact(id: $id) { id } }', {
+      id: 'not-a-uuid',
+    });
+    expect(variable.body).toEqual({
+      data: null,
+      errors: [
+        {
+          message: 'Variable "$id" got invalid value "not-a-uuid"; value is not a valid UUID',
+          locations: [{ line: 1, column: 8 }],
+          path: ['contact'],
+          extensions: { code: 'VALIDATION', reason: 'value_malformed', meta: { type: 'UUID' } },
+        },
+      ],
+    });
+  });
+
+  test('a malformed field of an input object names its place inline as in a variable, under an alias', async () => {
+    const inline = await svc.graph(
+      'mutation { made: createTask(input: {title: "x", dueOn: "tomorrow"}) { task { id } } }',
+    );
+    expect(inline.body.data).toBeNull();
+    expect(inline.body.errors).toEqual([
+      expect.objectContaining({
+        message:
+          'Argument "input" got invalid value "tomorrow" at "input.dueOn"; value is not a valid Date',
+        path: ['made'],
+        locations: [{ line: 1, column: 56 }],
+        extensions: { code: 'VALIDATION', reason: 'value_malformed', meta: { type: 'Date' } },
+      }),
+    ]);
+    const variable = await svc.graph(
+      'mutation ($i: CreateTaskInput!) { made: createTask(input: $i) { task { id } } }',
+      { i: { title: 'x', dueOn: 'tomorrow' } },
+    );
+    expect(variable.body.data).toBeNull();
+    expect(variable.body.errors).toEqual([
+      expect.objectContaining({
+        message: expect.stringContaining('at "i.dueOn"; value is not a valid Date'),
+        path: ['made'],
+        locations: [{ line: 1, column: 11 }],
+        extensions: { code: 'VALIDATION', reason: 'value_malformed', meta: { type: 'Date' } },
+      }),
+    ]);
+  });
+
+  test('every error of the request itself answers data null and, inside a field, that field’s path', async () => {
+    const unknown = await svc.graph('{ me { nickname } }');
+    expect(unknown.body).toEqual({
+      data: null,
+      errors: [
+        expect.objectContaining({
+          path: ['me', 'nickname'],
+          extensions: { code: 'VALIDATION', reason: 'operation_invalid', meta: {} },
+        }),
+      ],
+    });
+    const syntax = await svc.graph('{ me { ');
+    expect(syntax.body.data).toBeNull();
+    expect(syntax.body.errors?.[0]?.extensions.code).toBe('VALIDATION');
+  });
 });
 
 describe('errors', () => {
