@@ -68,9 +68,25 @@ export const coreReasons = {
   origin_source_required: reason('VALIDATION', 'an origin event needs a source'),
   event_unknown: reason<{ event: string }>('VALIDATION', (m) => `unknown event: ${m.event}`),
   webhook_url_invalid: reason('VALIDATION', 'the webhook URL does not parse'),
-  webhook_url_internal: reason<{ host: string }>(
+  // Meta beyond the spec's (none): the URL's host, the refused address (the host itself
+  // for an IP literal) and whether an SVC_WEBHOOK_ALLOWED_HOSTS entry could open it.
+  webhook_url_internal: reason<{ host: string; address: string; allowable: boolean }>(
     'VALIDATION',
-    (m) => `the webhook URL points at an internal address (${m.host}) the operator has not allowed`,
+    (m) => {
+      const target =
+        m.host === m.address
+          ? 'the webhook URL points at'
+          : `the webhook URL's host ${m.host} resolves to`;
+      const why = m.allowable
+        ? 'an internal address SVC_WEBHOOK_ALLOWED_HOSTS does not allow'
+        : 'a link-local or cloud metadata address, refused even when SVC_WEBHOOK_ALLOWED_HOSTS lists it';
+      return `${target} ${m.address}, ${why}`;
+    },
+  ),
+  // Not in SPEC 7.3; see docs/decisions.md (webhook names looked up at registration).
+  webhook_host_unknown: reason<{ host: string }>(
+    'VALIDATION',
+    (m) => `the webhook URL's host ${m.host} does not resolve to any address`,
   ),
   webhook_events_required: reason('VALIDATION', 'a webhook needs at least one event'),
   webhook_not_found: reason('NOT_FOUND', 'webhook not found'),

@@ -60,7 +60,8 @@ const CreateWebhookPayload = builder.objectRef<CreatedWebhook>('CreateWebhookPay
   fields: (t) => ({
     webhook: t.field({ type: WebhookObject, resolve: (r) => r.webhook }),
     secret: t.exposeString('secret', {
-      description: 'Keys the X-Webhook-Signature HMAC of every delivery. Shown once: store it now.',
+      description:
+        'A Standard Webhooks secret (whsec_ and base64 key bytes): keys the webhook-signature and X-Webhook-Signature HMACs of every delivery. Shown once: store it now.',
     }),
   }),
 });

@@ -1,23 +1,25 @@
-import { createHmac } from 'node:crypto';
-import { lookup as dnsLookup } from 'node:dns/promises';
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { LookupFunction } from 'node:net';
 import { parseIp } from '../config/ip.js';
-import { hostOf, hostPortListed, judgeAddress, portOf, type AllowList } from './address.js';
+import {
+  firstRefused,
+  hostOf,
+  hostPortListed,
+  judgeAddress,
+  lookupAll,
+  portOf,
+  type AllowList,
+  type Resolve,
+} from './address.js';
 
 /** SPEC 6: the sender waits 10 seconds for an answer. */
 export const DELIVERY_TIMEOUT_MS = 10_000;
-export const SIGNATURE_HEADER = 'X-Webhook-Signature';
-
-/** `sha256=<hex HMAC-SHA256 of body keyed by secret>`. */
-export function signBody(secret: string, body: Buffer | string): string {
-  return `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
-}
 
 export type SendOutcome =
   | { kind: 'answered'; status: number }
-  | { kind: 'refused'; host: string; address: string }
+  /** `allowable`: an allow-list entry could open the address (not link-local or metadata). */
+  | { kind: 'refused'; host: string; address: string; allowable: boolean }
   | { kind: 'error'; message: string };
 
 export interface SendOptions {
@@ -27,10 +29,8 @@ export interface SendOptions {
   allow: AllowList;
   timeoutMs?: number;
   /** Resolves a name to its addresses (tests substitute it). */
-  resolve?: (host: string) => Promise<{ address: string; family: number }[]>;
+  resolve?: Resolve;
 }
-
-const defaultResolve = (host: string) => dnsLookup(host, { all: true, verbatim: true });
 
 /**
  * POSTs `body` once. The name is resolved here, every address judged (SPEC 8.2), and the
@@ -47,18 +47,24 @@ export async function sendOnce(options: SendOptions): Promise<SendOutcome> {
   } else {
     let addresses: { address: string; family: number }[];
     try {
-      addresses = await (options.resolve ?? defaultResolve)(host);
+      addresses = await (options.resolve ?? lookupAll)(host);
     } catch (error) {
       return { kind: 'error', message: `lookup failed: ${(error as Error).message}` };
     }
     if (addresses.length === 0) return { kind: 'error', message: 'lookup found no address' };
     // Every answer must pass: a mixed answer could otherwise be steered by the resolver.
-    const bad = addresses.find((a) => judgeAddress(a.address, options.allow, listed) !== null);
-    if (bad) return { kind: 'refused', host, address: bad.address };
+    const refused = firstRefused(addresses, options.allow, listed);
+    if (refused) return { kind: 'refused', host, ...refused };
     target = addresses[0]!;
   }
-  if (judgeAddress(target.address, options.allow, listed) !== null) {
-    return { kind: 'refused', host, address: target.address };
+  const verdict = judgeAddress(target.address, options.allow, listed);
+  if (verdict !== null) {
+    return {
+      kind: 'refused',
+      host,
+      address: target.address,
+      allowable: verdict !== 'always_refused',
+    };
   }
   const lookup: LookupFunction = (_hostname, lookupOptions, callback) => {
     if ((lookupOptions as { all?: boolean }).all) {

@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { and, asc, desc, eq, isNull, sql, type SQL } from 'drizzle-orm';
 import type { Context } from '../context.js';
 import { refuse } from '../errors.js';
@@ -6,7 +5,8 @@ import { toConnection, type Connection } from '../graph/connection.js';
 import { decodeCursor, encodeCursor } from '../graph/cursor.js';
 import { pageSize } from '../graph/paging.js';
 import type { LoadedPlugin } from '../plugin-host/host.js';
-import { parseWebhookUrl, registrationVerdict, hostOf } from './address.js';
+import { judgeRegistration, parseWebhookUrl } from './address.js';
+import { createSecret } from './signing.js';
 import { webhookDeliveries, webhooks, type Webhook, type WebhookDelivery } from './tables.js';
 
 /** Core event names (docs/events.md) and the chat plugin's (SPEC 6). */
@@ -64,14 +64,13 @@ export async function createWebhook(
   const actor = actorOf(ctx);
   const url = parseWebhookUrl(input.url);
   if (!url) throw refuse('webhook_url_invalid');
-  if (registrationVerdict(url, ctx.config.webhooks) !== null) {
-    throw refuse('webhook_url_internal', { host: hostOf(url) });
-  }
   const events = [...new Set(input.events.map((name) => name.trim()))].filter((n) => n !== '');
   if (events.length === 0) throw refuse('webhook_events_required');
   const unknown = events.find((name) => !catalogue.has(name));
   if (unknown !== undefined) throw refuse('event_unknown', { event: unknown });
-  const secret = `whsec_${randomBytes(24).toString('base64url')}`;
+  // Last, as it may wait on the resolver.
+  await checkUrl(ctx, url);
+  const secret = createSecret();
   const [webhook] = await ctx.database.db
     .insert(webhooks)
     .values({
@@ -83,6 +82,35 @@ export async function createWebhook(
     })
     .returning();
   return { webhook: webhook!, secret };
+}
+
+/**
+ * Refuses a URL that delivery would refuse now (SPEC 8.2): an internal literal, or a name
+ * resolving to a refused address, named with the variable that could open it; and a name
+ * that does not exist. A lookup that fails otherwise accepts the URL: delivery judges it
+ * again, as it does every URL (DNS answers change). Any future change of a webhook's URL
+ * goes through here too.
+ */
+async function checkUrl(ctx: Context, url: URL): Promise<void> {
+  const judged = await judgeRegistration(url, ctx.config.webhooks);
+  switch (judged.kind) {
+    case 'refused':
+      throw refuse('webhook_url_internal', {
+        host: judged.host,
+        address: judged.address,
+        allowable: judged.allowable,
+      });
+    case 'unknown_host':
+      throw refuse('webhook_host_unknown', { host: judged.host });
+    case 'unchecked':
+      ctx.log.warn(
+        { host: judged.host, error: judged.error },
+        'webhook host lookup failed at registration; accepted, judged at each delivery',
+      );
+      return;
+    case 'accepted':
+      return;
+  }
 }
 
 export async function listWebhooks(

@@ -2,13 +2,9 @@ import type { Config } from '../config.js';
 import type { Database } from '../db/client.js';
 import { DELIVERIES_CHANNEL } from '../events/service.js';
 import type { Logger } from '../log.js';
-import {
-  DELIVERY_TIMEOUT_MS,
-  SIGNATURE_HEADER,
-  sendOnce,
-  signBody,
-  type SendOptions,
-} from './send.js';
+import { refusalCause } from './address.js';
+import { DELIVERY_TIMEOUT_MS, sendOnce, type SendOptions } from './send.js';
+import { SIGNATURE_HEADER, signBody, standardHeaders } from './signing.js';
 
 /** Retries stop this long after the first attempt; the delivery is then `failed`. */
 export const RETRY_WINDOW_MS = 24 * 60 * 60 * 1000;
@@ -141,6 +137,8 @@ export function startWebhookWorker(options: WorkerOptions): WebhookWorker {
       resolve: options.resolve,
       headers: {
         [SIGNATURE_HEADER]: signBody(row.secret, body),
+        // Standard Webhooks: webhook-id is the delivery's id, the same on every retry.
+        ...standardHeaders(row.secret, row.id, Math.floor(Date.now() / 1000), body),
         'X-Webhook-Id': row.event_id,
         'X-Webhook-Event': row.name,
         'user-agent': 'svc-webhooks',
@@ -155,11 +153,12 @@ export function startWebhookWorker(options: WorkerOptions): WebhookWorker {
     }
     let error: string;
     if (outcome.kind === 'refused') {
+      const cause = refusalCause(outcome);
       log.warn(
         { webhookId: row.webhook_id, host: outcome.host, address: outcome.address },
-        `webhook delivery refused: ${outcome.host} resolves to an address not allowed`,
+        `webhook delivery refused: ${outcome.host} resolves to ${outcome.address}, ${cause}`,
       );
-      error = `address refused: ${outcome.host} (${outcome.address})`;
+      error = `address refused: ${outcome.host} (${outcome.address}), ${cause}`;
     } else if (outcome.kind === 'answered') {
       error = `answered ${outcome.status}`;
     } else error = outcome.message;

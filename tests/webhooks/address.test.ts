@@ -313,20 +313,22 @@ describe('delivery judges with the same rules', () => {
       kind: 'refused',
       host: '::7f00:1',
       address: '::7f00:1',
+      allowable: true,
     });
   });
 
   test.each([
-    '::7f00:1',
-    '::127.0.0.1',
-    '64:ff9b:1::a9fe:a9fe',
-    '2002:a00:1::',
-    '2001:0:a00:1::f7f7:f7f7',
-  ])('a name resolving to %s is refused before connecting', async (address) => {
+    ['::7f00:1', true],
+    ['::127.0.0.1', true],
+    ['64:ff9b:1::a9fe:a9fe', false],
+    ['2002:a00:1::', true],
+    ['2001:0:a00:1::f7f7:f7f7', true],
+  ])('a name resolving to %s is refused before connecting', async (address, allowable) => {
     expect(await send('http://hooks.example/', address)).toEqual({
       kind: 'refused',
       host: 'hooks.example',
       address,
+      allowable,
     });
   });
 });
@@ -338,7 +340,7 @@ describe('URLs', () => {
       expect(parseWebhookUrl(text)).toBeNull();
     },
   );
-  test('names are judged at delivery, not at registration', () => {
+  test('registrationVerdict judges IP literals only; judgeRegistration looks names up', () => {
     expect(registrationVerdict(new URL('http://localhost:9/'), none)).toBeNull();
   });
 });

@@ -80,6 +80,16 @@ async function register(svc: TestService, url: string): Promise<{ id: string; se
   return { id: payload.webhook.id, secret: payload.secret };
 }
 
+/** A webhook written straight to the table, past createWebhook's checks. */
+async function insertWebhook(svc: TestService, url: string): Promise<string> {
+  const rows = (await svc.db.database.db.execute(
+    sql`insert into webhooks (workspace_id, url, events, secret, created_by)
+        values (${svc.workspace.id}, ${url}, '{task.created}', 'secret', ${svc.admin.id})
+        returning id`,
+  )) as unknown as { id: string }[];
+  return rows[0]!.id;
+}
+
 async function deliveriesOf(svc: TestService, webhookId: string): Promise<DeliveryRow[]> {
   return (await svc.db.database.db.execute(
     sql`select event_id, status, attempts, last_status, last_error from webhook_deliveries
@@ -218,12 +228,7 @@ describe('loopback not allowed', () => {
   test('an internal address is refused at delivery and counts as a failed attempt', async () => {
     const r = await open([200]);
     // Registered before the operator narrowed the list: written straight to the table.
-    const rows = (await svc.db.database.db.execute(
-      sql`insert into webhooks (workspace_id, url, events, secret, created_by)
-          values (${svc.workspace.id}, ${`${r.url}/hook`}, '{task.created}', 'secret', ${svc.admin.id})
-          returning id`,
-    )) as unknown as { id: string }[];
-    const id = rows[0]!.id;
+    const id = await insertWebhook(svc, `${r.url}/hook`);
     await createTask(svc);
     const [row] = await until(async () => {
       const found = await deliveriesOf(svc, id);
@@ -237,19 +242,37 @@ describe('loopback not allowed', () => {
     ).toBe(true);
   });
 
-  test('a name resolving to loopback is refused', async () => {
+  test('a name resolving to loopback is refused at creation, naming the variable', async () => {
     const r = await open([200]);
     const url = `http://localhost:${new URL(r.url).port}/hook`;
-    const hook = await register(svc, url);
+    const { body } = await svc.graph(CREATE, { url, events: ['task.created'] });
+    expect(body.errors?.[0]?.extensions.reason).toBe('webhook_url_internal');
+    expect(body.errors?.[0]?.message).toContain('SVC_WEBHOOK_ALLOWED_HOSTS');
+  });
+
+  test('a name resolving to loopback is still refused at delivery', async () => {
+    const r = await open([200]);
+    const url = `http://localhost:${new URL(r.url).port}/hook`;
+    // Accepted when it resolved elsewhere (DNS answers change): written straight to the table.
+    const id = await insertWebhook(svc, url);
     await createTask(svc);
     const [row] = await until(async () => {
-      const found = await deliveriesOf(svc, hook.id);
+      const found = await deliveriesOf(svc, id);
       return found[0]?.attempts === 1 && found;
     });
     expect(row?.status).toBe('pending');
-    expect(row?.last_error).toContain('address refused: localhost');
+    expect(row?.last_error).toMatch(
+      /^address refused: localhost \((127\.0\.0\.1|::1)\), an internal address SVC_WEBHOOK_ALLOWED_HOSTS does not allow$/,
+    );
     expect(r.hits).toHaveLength(0);
-    expect(svc.lines.some((l) => l.level === 'warn' && l.host === 'localhost')).toBe(true);
+    expect(
+      svc.lines.some(
+        (l) =>
+          l.level === 'warn' &&
+          l.host === 'localhost' &&
+          String(l.msg).includes('SVC_WEBHOOK_ALLOWED_HOSTS'),
+      ),
+    ).toBe(true);
   });
 });
 

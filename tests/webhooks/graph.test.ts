@@ -30,7 +30,9 @@ let member: User;
 let memberHeaders: Record<string, string>;
 
 beforeAll(async () => {
-  svc = await startTestService({ env: { SVC_WEBHOOK_ALLOWED_HOSTS: '10.9.0.0/16,hooks:8080' } });
+  svc = await startTestService({
+    env: { SVC_WEBHOOK_ALLOWED_HOSTS: '10.9.0.0/16,hooks:8080,localhost:9' },
+  });
   db = svc.db.database.db;
   member = await createUser(db, svc.workspace);
   memberHeaders = bearer(await tokenFor(db, member));
@@ -90,6 +92,57 @@ describe('createWebhook refusals', () => {
   });
 });
 
+describe('an internal address is refused naming SVC_WEBHOOK_ALLOWED_HOSTS', () => {
+  test('an IP literal', async () => {
+    const { body } = await svc.graph(CREATE, {
+      url: 'http://127.0.0.1:5678/x',
+      events: ['contact.created'],
+    });
+    expectRefusal(body, {
+      code: 'VALIDATION',
+      reason: 'webhook_url_internal',
+      meta: { host: '127.0.0.1', address: '127.0.0.1', allowable: true },
+    });
+    expect(body.errors?.[0]?.message).toBe(
+      'the webhook URL points at 127.0.0.1, an internal address SVC_WEBHOOK_ALLOWED_HOSTS does not allow',
+    );
+  });
+
+  test('a name resolving to loopback (localhost, from the hosts file) is refused at creation', async () => {
+    const { body } = await svc.graph(CREATE, {
+      url: 'http://localhost:5678/x',
+      events: ['contact.created'],
+    });
+    expectRefusal(body, { code: 'VALIDATION', reason: 'webhook_url_internal' });
+    const { meta } = body.errors![0]!.extensions;
+    expect(meta).toMatchObject({ host: 'localhost', allowable: true });
+    expect(['127.0.0.1', '::1']).toContain(meta?.address);
+    expect(body.errors?.[0]?.message).toBe(
+      `the webhook URL's host localhost resolves to ${String(meta?.address)}, an internal address SVC_WEBHOOK_ALLOWED_HOSTS does not allow`,
+    );
+    const listed = await svc.graph(LIST, { first: 200 });
+    const urls = (listed.body.data?.webhooks as { edges: { node: { url: string } }[] }).edges.map(
+      (e) => e.node.url,
+    );
+    expect(urls).not.toContain('http://localhost:5678/x');
+  });
+
+  test('a metadata address says that listing it would not help', async () => {
+    const { body } = await svc.graph(CREATE, {
+      url: 'http://169.254.169.254/latest',
+      events: ['contact.created'],
+    });
+    expectRefusal(body, {
+      code: 'VALIDATION',
+      reason: 'webhook_url_internal',
+      meta: { host: '169.254.169.254', address: '169.254.169.254', allowable: false },
+    });
+    expect(body.errors?.[0]?.message).toBe(
+      'the webhook URL points at 169.254.169.254, a link-local or cloud metadata address, refused even when SVC_WEBHOOK_ALLOWED_HOSTS lists it',
+    );
+  });
+});
+
 describe('the automation flow (SPEC 5)', () => {
   const scopes = ['meta:read', 'webhooks:write', 'tasks:write', 'contacts:read'];
 
@@ -97,7 +150,7 @@ describe('the automation flow (SPEC 5)', () => {
     const headers = bearer(await tokenFor(db, svc.admin, { scopes }));
     const created = await svc.graph(
       CREATE,
-      { url: 'https://automation.example.com/hook', events: ['task.created', 'contact.created'] },
+      { url: 'https://93.184.216.34/hook', events: ['task.created', 'contact.created'] },
       headers,
     );
     expect(created.body.errors).toBeUndefined();
@@ -122,7 +175,7 @@ describe('the automation flow (SPEC 5)', () => {
     const headers = bearer(await tokenFor(db, member, { scopes }));
     const { body } = await svc.graph(
       CREATE,
-      { url: 'https://automation.example.com/hook', events: ['task.created'] },
+      { url: 'https://93.184.216.34/hook', events: ['task.created'] },
       headers,
     );
     expect(body.errors?.[0]?.message).toBe('admin required');
@@ -133,7 +186,7 @@ describe('the automation flow (SPEC 5)', () => {
     const headers = bearer(await tokenFor(db, svc.admin, { scopes: ['contacts:read'] }));
     const { body } = await svc.graph(
       CREATE,
-      { url: 'https://automation.example.com/hook', events: ['task.created'] },
+      { url: 'https://93.184.216.34/hook', events: ['task.created'] },
       headers,
     );
     expect(body.errors?.[0]?.extensions.scope).toBe('webhooks:write');
@@ -143,7 +196,7 @@ describe('the automation flow (SPEC 5)', () => {
 describe('ownership', () => {
   test('without manage_webhooks an account lists and deletes only its own', async () => {
     const adminHook = await svc.graph(CREATE, {
-      url: 'https://a.example.com/',
+      url: 'https://93.184.216.34/a',
       events: ['task.created'],
     });
     const adminId = (adminHook.body.data?.createWebhook as { webhook: { id: string } }).webhook.id;
