@@ -1,6 +1,8 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import * as z from 'zod';
+import { isValidText, TEXT_MAX } from '../limits.js';
+import { serviceVersion } from '../meta/version.js';
 
 /** SPEC 4.4 / 8.1: agent counts stop here and then say `capped: true`. */
 export const AGENT_COUNT_CAP = 200;
@@ -30,9 +32,18 @@ async function run<T>(
 ): Promise<T> {
   const answer = await graph(query, variables);
   const [first] = answer.errors ?? [];
-  if (first) throw new ToolFailure(first.message);
+  if (first) throw new ToolFailure(withoutVariables(first.message));
   if (!answer.data) throw new ToolFailure('the graph answered no data');
   return answer.data as T;
+}
+
+/**
+ * A graph message names the tools' internal operation variables (`Variable "$date" got
+ * invalid value …`); the model knows only its own arguments, so that prefix is dropped.
+ * The tools' inputs are checked before they reach the graph; this is the backstop.
+ */
+function withoutVariables(message: string): string {
+  return message.replace(/^Variable "\$\w+" got invalid value .*?; /s, 'invalid argument: ');
 }
 
 function failure(message: string): CallToolResult {
@@ -53,7 +64,15 @@ export function utcToday(now = new Date()): string {
 }
 
 const readOnly = { readOnlyHint: true, destructiveHint: false, openWorldHint: false } as const;
-const datePattern = /^\d{4}-\d{2}-\d{2}$/;
+const datePattern = /^(\d{4})-(\d{2})-(\d{2})$/;
+
+/** A calendar day that exists (no 2026-02-30), refused by the tool's own input check. */
+function isCalendarDay(text: string): boolean {
+  const [, y, m, d] = (datePattern.exec(text) ?? []).map(Number);
+  if (y === undefined || m === undefined || d === undefined) return false;
+  const date = new Date(Date.UTC(y, m - 1, d));
+  return date.getUTCFullYear() === y && date.getUTCMonth() === m - 1 && date.getUTCDate() === d;
+}
 
 interface Page<T> {
   edges: { node: T }[];
@@ -145,7 +164,7 @@ const GET_CONTACT = `query McpGetContact($id: UUID!, $cap: Int!) {
  */
 export function createMcpServer(graph: GraphRunner | null, now: () => Date = () => new Date()) {
   const server = new McpServer(
-    { name: 'svc-crm', version: '1.0.0' },
+    { name: 'svc-crm', version: serviceVersion },
     {
       instructions:
         'Read-only access to a workspace CRM as the user who owns the API token. Use ' +
@@ -220,7 +239,7 @@ export function createMcpServer(graph: GraphRunner | null, now: () => Date = () 
       inputSchema: {
         day: z
           .string()
-          .regex(datePattern, 'a date written YYYY-MM-DD')
+          .refine(isCalendarDay, 'a calendar date written YYYY-MM-DD')
           .optional()
           .describe('The due date to list, YYYY-MM-DD. Leave out when `overdue` is true.'),
         overdue: z
@@ -280,7 +299,12 @@ export function createMcpServer(graph: GraphRunner | null, now: () => Date = () 
         '`has_open_work`: true when any user (not only the token owner) has an open task ' +
         'about it. Ordered by name. Needs scope contacts:read.',
       inputSchema: {
-        query: z.string().min(1).describe('Name fragment, display name fragment or digits.'),
+        query: z
+          .string()
+          .min(1)
+          .max(TEXT_MAX.search)
+          .refine(isValidText, 'not valid text (no NUL, no lone surrogate)')
+          .describe('Name fragment, display name fragment or digits.'),
         limit: z
           .number()
           .int()

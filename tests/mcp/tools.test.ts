@@ -8,6 +8,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { sql } from 'drizzle-orm';
 import type { Db } from '../../src/db/client.js';
 import { utcToday } from '../../src/mcp/server.js';
+import { serviceVersion } from '../../src/meta/version.js';
 import type { User } from '../../src/users/tables.js';
 import { setWorkspaceDeactivated } from '../../src/workspaces/service.js';
 import { CREATE_CONTACT } from '../support/contacts.js';
@@ -122,6 +123,11 @@ afterEach(async () => {
 afterAll(() => svc.stop());
 
 describe('tool list', () => {
+  test('the server names itself with the service’s version', async () => {
+    const client = await connect(me.token);
+    expect(client.getServerVersion()).toEqual({ name: 'svc-crm', version: serviceVersion });
+  });
+
   test('four read-only tools, each with input and output schemas and a description', async () => {
     const client = await connect(me.token);
     const { tools } = await client.listTools();
@@ -210,6 +216,25 @@ describe('tools with real data', () => {
     const malformed = await call(me.token, 'list_my_tasks', { day: 'tomorrow' });
     expect(malformed.isError).toBe(true);
   });
+
+  test.each([
+    ['over 200 characters', 'x'.repeat(201), 'query'],
+    ['holding a NUL', 'a\u0000b', 'not valid text'],
+  ])('find_contacts refuses a query %s naming its own argument', async (_what, query, named) => {
+    const text = errorText(await call(me.token, 'find_contacts', { query }));
+    expect(text).toContain(named);
+    expect(text).not.toMatch(/\bq\b/);
+  });
+
+  test.each(['tomorrow', '2026-02-30', '2026-13-01'])(
+    'a day that is no calendar date (%s) is refused naming the tool’s argument, never the operation’s variable',
+    async (day) => {
+      const text = errorText(await call(me.token, 'list_my_tasks', { day }));
+      expect(text).toContain('day');
+      expect(text).toContain('a calendar date written YYYY-MM-DD');
+      expect(text).not.toContain('$');
+    },
+  );
 
   test("another user's tasks never show in workload_summary or list_my_tasks", async () => {
     for (const args of [{}, { overdue: true }, { day: shift(-1) }]) {
