@@ -42,4 +42,15 @@ export interface Context {
   events: EventBus;
   /** Aborts `signal` (the operation deadline uses it). */
   cancel(reason?: unknown): void;
+  /**
+   * Set on an operation sent onto a single-connection event stream (graphql-sse's
+   * single-connection mode, docs/events.md): its results travel on that stream, and a
+   * subscription takes one of the caller's stream slots, held until it ends.
+   */
+  singleConnection?: {
+    /** A stream slot of the caller, or null when all are taken; the function frees it. */
+    takeStreamSlot(): (() => void) | null;
+    /** The refusal a subscription over the stream cap answers. */
+    refusal(): Error;
+  };
 }

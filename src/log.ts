@@ -1,4 +1,5 @@
 import { pino, type Logger, type DestinationStream } from 'pino';
+import pretty from 'pino-pretty';
 
 export type { Logger };
 
@@ -63,12 +64,37 @@ function errorSerializer(error: Error): unknown {
 }
 
 /**
- * Structured logs: one JSON object per line on stdout. `level` follows pino's names;
- * tests pass a destination to read what was logged.
+ * One line per entry for a person at a terminal (`svc dev`): time, level, message and
+ * the fields after it, coloured only on a terminal that takes colour. Written
+ * synchronously, like pino's own stdout, so nothing is lost when the process exits.
  */
-export function createLogger(
-  options: { level?: string; destination?: DestinationStream } = {},
-): Logger {
+function prettyStdout(): DestinationStream {
+  return pretty({
+    colorize: process.stdout.isTTY && process.stdout.hasColors(),
+    translateTime: 'SYS:HH:MM:ss.l',
+    ignore: 'pid,hostname,service',
+    sync: true,
+  });
+}
+
+export interface LoggerOptions {
+  level?: string;
+  /** Where lines go; tests pass one to read what was logged. @default stdout */
+  destination?: DestinationStream;
+  /**
+   * `json`: one JSON object per line (`svc serve`, for log collectors); `pretty`: lines
+   * for a person (`svc dev`). Ignored when a destination is given. @default 'json'
+   */
+  format?: 'json' | 'pretty';
+}
+
+/**
+ * Structured logs on stdout: JSON lines, or readable lines in `svc dev`. `level` follows
+ * pino's names; tests pass a destination to read what was logged.
+ */
+export function createLogger(options: LoggerOptions = {}): Logger {
+  const destination =
+    options.destination ?? (options.format === 'pretty' ? prettyStdout() : undefined);
   return pino(
     {
       level: options.level ?? 'info',
@@ -78,7 +104,7 @@ export function createLogger(
       redact: { paths: secretPaths, censor: '[redacted]' },
       serializers: { err: errorSerializer, yoga: bounded },
     },
-    options.destination,
+    destination,
   );
 }
 

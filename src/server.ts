@@ -138,13 +138,16 @@ async function listen(deps: {
   const running = trackRequests(server);
 
   await startPlugins(plugins, { config, database, log });
+  try {
+    await bind(server, config.server.addr);
+  } catch (error) {
+    await stopPlugins(plugins, config.http.shutdownStopGraceMs, log);
+    throw error;
+  }
+  // Background work starts once the address is ours: a start that cannot listen has
+  // nothing running against the database it is about to close, so it stops with one line.
   const stopHousekeeping = startHousekeeping(config, database, log);
   const webhookWorker = startWebhookWorker({ database, config, log });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    // An empty host (SVC_ADDR=:8080) binds every interface.
-    server.listen(config.server.addr.port, config.server.addr.host || undefined, () => resolve());
-  });
   const address = server.address() as AddressInfo;
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   const url = `http://${host}:${address.port}`;
@@ -181,6 +184,34 @@ async function listen(deps: {
     events,
     shutdown: () => (stopped ??= shutdown()),
   };
+}
+
+/**
+ * Listens on `addr`; an empty host (SVC_ADDR=:8080) binds every interface. An address
+ * in use or not ours to bind fails with one plain sentence naming it and SVC_ADDR (the
+ * command prints it as is), the system's error kept as its cause.
+ */
+async function bind(server: Server, addr: Config['server']['addr']): Promise<void> {
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(addr.port, addr.host || undefined, () => resolve());
+    });
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    const where = `${addr.host.includes(':') ? `[${addr.host}]` : addr.host}:${addr.port}`;
+    if (code === 'EADDRINUSE') {
+      throw new Error(
+        `cannot listen on ${where}: the address is already in use (EADDRINUSE); ` +
+          'stop what holds it or set SVC_ADDR',
+        { cause: error },
+      );
+    }
+    if (code === 'EACCES' || code === 'EADDRNOTAVAIL') {
+      throw new Error(`cannot listen on ${where} (${code}); set SVC_ADDR`, { cause: error });
+    }
+    throw error;
+  }
 }
 
 /**

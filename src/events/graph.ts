@@ -70,7 +70,10 @@ builder.subscriptionFields((t) => ({
       'clients reconnect and refetch. No replay of events missed while disconnected.',
     subscribe: (_root, _args, ctx) => {
       const actor = ctx.actor as Actor; // the type's `authenticated` scope ran first
-      if (!streamRequested(ctx.headers.get('accept'))) throw streamRequired();
+      // An operation on a single-connection stream streams whatever its own Accept says.
+      if (!ctx.singleConnection && !streamRequested(ctx.headers.get('accept'))) {
+        throw streamRequired();
+      }
       return ctx.events.subscribe({
         actor,
         accept: (notice) => mayReceive(actor, ctx.access, notice),

@@ -11,6 +11,11 @@ import { useInputLimits } from './input-limits.js';
 import { useOperationDeadline } from './deadline.js';
 import { createErrorMasker, useRequestErrorShape } from './error-shape.js';
 import { useIntrospectionGate } from './introspection.js';
+import { yogaLogger } from './yoga-log.js';
+import {
+  useSingleConnectionSse,
+  useSingleConnectionStreamSlots,
+} from '../http/single-connection.js';
 
 export const GRAPH_PATH = '/api/graphql';
 
@@ -36,16 +41,13 @@ export function createGraphServer(schema: GraphQLSchema, config: Config, log: Lo
     graphiql: config.server.devGraphiql ? { title: 'svc GraphQL' } : false,
     renderGraphiQL,
     maskedErrors: { maskError: createErrorMasker(log) },
-    logging: {
-      debug: (...args) => log.debug({ yoga: args }, 'yoga'),
-      info: (...args) => log.info({ yoga: args }, 'yoga'),
-      warn: (...args) => log.warn({ yoga: args }, 'yoga'),
-      error: (...args) => log.error({ yoga: args }, 'yoga'),
-    },
+    logging: yogaLogger(log),
     // The HTTP layer already held the body to SVC_GRAPH_BODY_MAX_BYTES or
     // SVC_GRAPH_UPLOAD_MAX_BYTES; Yoga's own limit would copy it through another stream.
     maxRequestBodySize: false,
     plugins: [
+      // First, so its requests (PUT, DELETE, or carrying a stream token) reach nothing else.
+      useSingleConnectionSse(GRAPH_PATH),
       useRequestErrorShape(),
       useDocumentLimits(),
       useIntrospectionGate({ allowAnonymous: config.server.devGraphiql }),
@@ -56,6 +58,7 @@ export function createGraphServer(schema: GraphQLSchema, config: Config, log: Lo
         rootCosts: ROOT_COSTS,
       }),
       useOperationDeadline({ timeoutMs: config.graph.operationTimeoutMs, retryAfterSeconds }),
+      useSingleConnectionStreamSlots(),
     ],
   });
 }

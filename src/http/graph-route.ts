@@ -8,7 +8,7 @@ import type { Database } from '../db/client.js';
 import type { QueryGate } from '../db/gate.js';
 import type { EventBus } from '../events/bus.js';
 import { refuse, type AppError } from '../errors.js';
-import type { GraphServer } from '../graph/server.js';
+import { GRAPH_PATH, type GraphServer, type GraphServerContext } from '../graph/server.js';
 import type { Logger } from '../log.js';
 import type { createCancellation } from './cancellation.js';
 import { anonymousBodyRefusal, anonymousQueryRefusal } from './guards/anonymous.js';
@@ -19,6 +19,12 @@ import { GRAPH_GET_REFUSED_BODY, graphGetRefused } from './guards/graph-get.js';
 import { asksForWrite } from './guards/operation-kind.js';
 import { createSlots, type Slots } from './guards/slots.js';
 import { streamRequested } from './guards/stream-accept.js';
+import {
+  createStreamReservations,
+  singleConnectionStep,
+  STREAM_TOKEN_HEADER,
+  type SingleConnectionStep,
+} from './single-connection.js';
 import { readBody, sendJson, sendWebResponse, toWebRequest } from './node-fetch-bridge.js';
 
 export interface GraphRouteDeps {
@@ -51,6 +57,26 @@ export function callerKey(actor: Actor | null, clientAddress: string): string {
   return actor ? actor.userId : `anonymous:${clientAddress}`;
 }
 
+/** Seconds as a refusal's message says them. */
+function seconds(count: number): string {
+  return count === 1 ? '1 second' : `${count} seconds`;
+}
+
+/**
+ * The answer of a stream over SVC_STREAMS_PER_USER: SPEC 7.3's `rate_limited` (clients
+ * match it), with a message naming the stream cap rather than the login limiter's "too
+ * many attempts", and meta saying which limit it is (docs/decisions.md).
+ */
+export function streamCapRefusal(perUser: number, retryAfter: number): AppError {
+  const meta = { retryAfter, limit: 'streams_per_user', max: perUser };
+  return refuse('rate_limited', meta, {
+    message:
+      `too many open event streams: at most ${perUser} per user; ` +
+      `close one or try again in ${seconds(retryAfter)}`,
+    extensions: { retryAfter },
+  });
+}
+
 function isMultipart(req: IncomingMessage): boolean {
   return /^multipart\//i.test(req.headers['content-type'] ?? '');
 }
@@ -79,6 +105,67 @@ export function createGraphRoute(deps: GraphRouteDeps) {
   });
   const { operationSlots } = deps;
   const streamSlots = createSlots({ perKey: config.graph.streamsPerUser });
+  const reservations = createStreamReservations({
+    perUser: config.graph.streamsPerUser,
+    // The client opens its stream right after reserving it; SVC_HTTP_READ_TIMEOUT is the
+    // time any request has to arrive whole.
+    openWithinMs: config.http.readTimeoutMs,
+    onExpire: (token) => void closeUnopened(token),
+  });
+
+  /** Frees graphql-sse's record of a stream reserved and never opened: opens and cancels it. */
+  async function closeUnopened(token: string): Promise<void> {
+    try {
+      const request = new deps.graph.fetchAPI.Request(`http://localhost${GRAPH_PATH}`, {
+        method: 'GET',
+        headers: { accept: 'text/event-stream', [STREAM_TOKEN_HEADER]: token },
+      });
+      const response = await deps.graph.fetch(request, {} as GraphServerContext);
+      await response.body?.cancel();
+    } catch (error) {
+      log.warn({ err: error }, 'unopened event stream could not be freed');
+    }
+  }
+
+  function streamsTaken(res: ServerResponse) {
+    const error = streamCapRefusal(config.graph.streamsPerUser, Number(retryAfter));
+    graphRefusal(res, 429, error, { 'retry-after': retryAfter });
+  }
+
+  /**
+   * A single-connection request other than a PUT must present a token its own credential
+   * reserved: opened, or (to open it) not yet. Anyone else's token names nothing here.
+   * Answers false once it has refused.
+   */
+  function ownsStream(
+    step: Exclude<SingleConnectionStep, { kind: 'reserve' }>,
+    res: ServerResponse,
+    actor: Actor,
+  ): boolean {
+    const state = step.kind === 'connect' ? 'unopened' : 'open';
+    if (reservations.owns(step.token, actor, state)) return true;
+    sendJson(res, 404, { error: 'event stream not found' });
+    return false;
+  }
+
+  /**
+   * A single-connection stream lives as a stream does: it ends at SVC_STREAM_LIFETIME,
+   * at shutdown, and when its credential is revoked or expires (a bus subscriber that
+   * accepts no notice, ended like any other). Ending it completes its operations.
+   */
+  function holdConnection(actor: Actor, token: string, controller: AbortController): void {
+    reservations.open(token);
+    const lifeline = deps.events.subscribe({
+      actor,
+      accept: () => false,
+      signal: controller.signal,
+      lifetimeMs: config.graph.streamLifetimeMs,
+    });
+    // What ends the lifeline (a revocation, shutdown) ends the stream's subscriptions in
+    // the same turn; their `complete` frames are queued within that turn's promise jobs,
+    // so the stream closes one turn later, after them, and the client sees them complete.
+    void lifeline.next().then(() => setImmediate(() => controller.abort()));
+  }
 
   function slotsTaken(res: ServerResponse) {
     const error = refuse(
@@ -146,6 +233,10 @@ export function createGraphRoute(deps: GraphRouteDeps) {
       );
     }
     const { actor } = credential;
+    // graphql-sse's single-connection mode is for signed-in callers only.
+    const step = singleConnectionStep(req, url);
+    if (step && !actor) return graphRefusal(res, 200, refuse('authentication_required'));
+    if (step && actor && step.kind !== 'reserve' && !ownsStream(step, res, actor)) return;
     const read = await body(req, res, actor);
     if (read === 'refused') return;
     if (crossOrigin && asksForWrite(read)) return refuseCrossOrigin(req, res, log, crossOrigin);
@@ -159,12 +250,23 @@ export function createGraphRoute(deps: GraphRouteDeps) {
       if (refusal) return graphRefusal(res, 200, refusal);
     }
     const streaming = streamRequested(req.headers.accept);
-    const release = actor
-      ? (streaming ? streamSlots : operationSlots).tryTake(actor.userId)
-      : anonymousSlots.tryTake(clientAddress);
-    if (!release) return slotsTaken(res);
+    const distinctStream = streaming && !step;
+    const release = !actor
+      ? anonymousSlots.tryTake(clientAddress)
+      : step?.kind === 'connect'
+        ? // Reservations are capped like streams; this one is dropped once its stream closes.
+          () => void reservations.drop(step.token)
+        : (distinctStream ? streamSlots : operationSlots).tryTake(actor.userId);
+    if (!release) return distinctStream ? streamsTaken(res) : slotsTaken(res);
     try {
+      let reserved: string | null = null;
+      if (step?.kind === 'reserve' && actor) {
+        if (!(reserved = reservations.reserve(actor))) return streamsTaken(res);
+        // graphql-sse registers the token the request carries: always one minted here.
+        req.headers[STREAM_TOKEN_HEADER] = reserved;
+      }
       const controller = deps.cancellation.begin(res);
+      if (step?.kind === 'connect' && actor) holdConnection(actor, step.token, controller);
       // Yoga's own Request class keeps a buffered body as it is; undici's would wrap it in
       // a stream. Only a stream needs the request's signal (Yoga ends a subscription with it).
       const request = toWebRequest(
@@ -189,7 +291,16 @@ export function createGraphRoute(deps: GraphRouteDeps) {
         signal: controller.signal,
         cancel: (reason) => controller.abort(reason),
         events: deps.events,
+        ...(step?.kind === 'operate' && actor
+          ? {
+              singleConnection: {
+                takeStreamSlot: () => streamSlots.tryTake(actor.userId),
+                refusal: () => streamCapRefusal(config.graph.streamsPerUser, Number(retryAfter)),
+              },
+            }
+          : {}),
       });
+      if (reserved && response.status !== 201) reservations.drop(reserved);
       await sendWebResponse(res, response, {
         cookies: responseCookies,
         ...(actor

@@ -119,7 +119,7 @@ describe('with SVC_CORS_ORIGINS', () => {
     expect(corsOf(response)).toEqual({
       'access-control-allow-origin': APP,
       'access-control-allow-credentials': 'true',
-      'access-control-allow-methods': 'GET, POST',
+      'access-control-allow-methods': 'GET, POST, PUT, DELETE',
       'access-control-allow-headers': 'content-type',
       'access-control-max-age': '600',
     });

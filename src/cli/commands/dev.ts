@@ -42,7 +42,8 @@ export default defineCommand({
     const loaded = commandConfig();
     stopOn(problemsStoppingServe(loaded.problems));
     const config = { ...loaded.config, server: { ...loaded.config.server, devGraphiql: true } };
-    const log = createLogger();
+    // Readable lines for the person at the terminal; `svc serve` writes JSON (docs/decisions.md).
+    const log = createLogger({ format: 'pretty' });
     let embedded: EmbeddedDatabase | null = null;
     if (!config.server.databaseUrl) embedded = await startEmbeddedPostgres(DATA_DIR, log);
     try {

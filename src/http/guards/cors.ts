@@ -5,8 +5,11 @@ export interface CorsRequestHeaders {
   'access-control-request-headers'?: string;
 }
 
-/** GET carries event streams (and queries with SVC_DEV_GRAPHIQL); POST carries the rest. */
-const METHODS = 'GET, POST';
+/**
+ * GET carries event streams (and queries with SVC_DEV_GRAPHIQL), POST the rest; PUT and
+ * DELETE reserve and stop graphql-sse single-connection streams (docs/events.md).
+ */
+const METHODS = 'GET, POST, PUT, DELETE';
 // Long enough to spare a listed page a preflight per operation, short enough that an
 // origin the operator removes stops working within minutes.
 const PREFLIGHT_MAX_AGE_SECONDS = '600';

@@ -54,7 +54,7 @@ describe('corsHeaders', () => {
       vary: 'Origin, Access-Control-Request-Headers',
       'access-control-allow-origin': 'http://localhost:5173',
       'access-control-allow-credentials': 'true',
-      'access-control-allow-methods': 'GET, POST',
+      'access-control-allow-methods': 'GET, POST, PUT, DELETE',
       'access-control-allow-headers': 'content-type, authorization',
       'access-control-max-age': '600',
     });
@@ -63,7 +63,7 @@ describe('corsHeaders', () => {
   test('names no allowed headers on a preflight that asks for none', () => {
     const answer = corsHeaders('OPTIONS', { origin: 'https://app.example' }, LISTED);
     expect(answer).not.toHaveProperty('access-control-allow-headers');
-    expect(answer['access-control-allow-methods']).toBe('GET, POST');
+    expect(answer['access-control-allow-methods']).toBe('GET, POST, PUT, DELETE');
   });
 
   test('gives an unlisted preflight nothing but Vary', () => {
