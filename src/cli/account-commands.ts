@@ -6,7 +6,8 @@ import { applyMigrations, coreMigrations, withMigrationLock } from '../db/migrat
 import type { Logger } from '../log.js';
 import { checkPassword } from '../users/rules.js';
 import { RecordNotStored, storeAccountRecord, type NewAccountRecord } from '../records/service.js';
-import { databaseUrlOf, problemsStoppingPluginCommands, stopOn } from './config.js';
+import { problemsStoppingPluginCommands, stopOn } from './config.js';
+import { commandDatabase, withoutPassword, type CommandDatabase } from './database.js';
 import { CommandError, UsageError } from './errors.js';
 import { forOption } from './options.js';
 
@@ -59,36 +60,37 @@ export function stopOnVariable(loaded: LoadedConfig, variable: string): void {
   stopOn(problemsWith(loaded.problems, variable));
 }
 
-/** The database SVC_DATABASE_URL names, naming the variable when it is unset or refused. */
-export function openDatabase(loaded: LoadedConfig): Database {
-  stopOnVariable(loaded, 'SVC_DATABASE_URL');
-  return createDatabase(databaseUrlOf(loaded.config), { max: 3 });
-}
-
 const UNDEFINED_TABLE = '42P01';
 
 /**
- * Runs a command's database work and closes the pool. A database svc never migrated is
- * told apart from other failures, since the commands that do not migrate meet it first.
+ * Runs a command's database work (on the database `commandDatabase` picks) and closes
+ * the pool, stopping the embedded cluster when the command started it. A database svc
+ * never migrated is told apart from other failures, since the commands that do not
+ * migrate meet it first.
  */
 export async function withDatabase<T>(
   loaded: LoadedConfig,
-  work: (database: Database) => Promise<T>,
+  work: (database: Database, source: CommandDatabase) => Promise<T>,
 ): Promise<T> {
-  const database = openDatabase(loaded);
+  const source = await commandDatabase(loaded);
   try {
-    return await work(database);
+    const database = createDatabase(source.url, { max: 3 });
+    try {
+      return await work(database, source);
+    } finally {
+      await database.close();
+    }
   } catch (error) {
     const code =
       (error as { code?: string }).code ?? (error as { cause?: { code?: string } }).cause?.code;
     if (code === UNDEFINED_TABLE) {
       throw new CommandError(
-        'the database named by SVC_DATABASE_URL has no svc tables yet; run svc migrate first',
+        `the database ${withoutPassword(source.url)} has no svc tables yet; run svc migrate first`,
       );
     }
     throw error;
   } finally {
-    await database.close();
+    await source.release();
   }
 }
 

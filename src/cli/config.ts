@@ -26,10 +26,12 @@ export function serveConfig(): Config {
   return config;
 }
 
+export const DATABASE_URL_REQUIRED =
+  'SVC_DATABASE_URL is required (postgres://user:password@host:port/db)';
+
+/** `serve`'s database: SVC_DATABASE_URL, never the embedded one (see ./database.ts). */
 export function databaseUrlOf(config: Config): string {
-  if (!config.server.databaseUrl) {
-    throw new CommandError('SVC_DATABASE_URL is required (postgres://user:password@host:port/db)');
-  }
+  if (!config.server.databaseUrl) throw new CommandError(DATABASE_URL_REQUIRED);
   return config.server.databaseUrl;
 }
 

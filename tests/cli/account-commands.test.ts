@@ -169,7 +169,7 @@ describe('svc account:create-admin', () => {
 });
 
 describe('svc seed', () => {
-  test('needs -yes; fills an empty database once, printing passwords; refuses a database with data', async () => {
+  test('needs -yes; fills an empty database, printing passwords; refuses a second run', async () => {
     const db = await database({ empty: true });
     const env = { SVC_DATABASE_URL: db.url };
     const unconfirmed = await runSvc(['seed'], env);
@@ -195,9 +195,60 @@ describe('svc seed', () => {
 
     const again = await runSvc(['seed', '--yes'], env);
     expect(again.code).toBe(1);
-    expect(again.stderr).toContain('the database already holds 1 workspace');
+    expect(again.stderr).toContain(
+      'the database already holds the demo workspace "Demo workspace" (',
+    );
+    expect(again.stderr).toContain('seed runs once per database and changed nothing');
     expect(await accounts(db)).toHaveLength(2);
     expect(await records(db)).toHaveLength(1);
+  });
+
+  test('the demo has a few dozen contacts with identities on both channels and tasks over the next weeks, written through the services', async () => {
+    const db = await database({ empty: true });
+    const seeded = await runSvc(['seed', '-yes'], { SVC_DATABASE_URL: db.url });
+    expect(seeded.code).toBe(0);
+    expect(seeded.stdout).toContain('  contacts: 36 contacts, 66 identities\n  tasks: 27 tasks\n');
+    const { sql } = db.database;
+    const contacts = await sql<{ name: string; channels: string[] }[]>`
+      select c.name, array_agg(distinct i.channel order by i.channel) as channels
+      from contacts c join contact_identities i on i.contact_id = c.id group by c.name`;
+    expect(contacts).toHaveLength(36);
+    expect(contacts.filter((c) => c.channels.join() === 'email,phone').length).toBeGreaterThan(20);
+    // Every write went through a service: each contact, identity and task has its event.
+    const events = await sql<{ name: string; n: number }[]>`
+      select name, count(*)::int as n from events group by name order by name`;
+    expect(events).toEqual([
+      { name: 'contact.created', n: 36 },
+      { name: 'contact.identity_added', n: 66 },
+      { name: 'task.created', n: 27 },
+    ]);
+    const [counted] = await sql<{ contacts: number }[]>`select contacts::int from workspace_counts`;
+    expect(counted?.contacts).toBe(36);
+    const tasks = await sql<
+      { status: string; days: number; assignee: string; contact: string | null }[]
+    >`select t.status, t.due_on - (now() at time zone 'utc')::date as days, u.email as assignee, c.name as contact
+      from tasks t join users u on u.id = t.assignee_id left join contacts c on c.id = t.contact_id`;
+    const open = tasks.filter((task) => task.status === 'open');
+    expect(open.length).toBeGreaterThanOrEqual(20);
+    expect(Math.min(...open.map((task) => task.days))).toBeGreaterThanOrEqual(0);
+    expect(Math.max(...open.map((task) => task.days))).toBeGreaterThan(21);
+    expect(Math.max(...open.map((task) => task.days))).toBeLessThanOrEqual(35);
+    expect(new Set(tasks.map((task) => task.assignee))).toEqual(
+      new Set(['admin@example.com', 'member@example.com']),
+    );
+    expect(tasks.filter((task) => task.contact !== null).length).toBeGreaterThan(20);
+  });
+
+  test('refuses a database that holds a workspace it did not make, changing nothing', async () => {
+    const db = await database();
+    await createWorkspace(db.database.db, 'Production');
+    const result = await runSvc(['seed', '-yes'], { SVC_DATABASE_URL: db.url });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain(
+      'the database already holds 1 workspace; seed fills only an empty database',
+    );
+    expect(await accounts(db)).toEqual([]);
+    expect(await records(db)).toEqual([]);
   });
 
   test('a refused value under Workspaces stops it after the migrations', async () => {

@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
@@ -11,6 +11,18 @@ describe('svc check', () => {
     const result = await runSvc(['check'], { SVC_DATABASE_URL: 'postgres://u:p@127.0.0.1:1/none' });
     expect(result.code).toBe(0);
     expect(result.stdout).toContain('configuration is valid');
+  });
+
+  test('without SVC_DATABASE_URL names it and exits 1, as serve does', async () => {
+    // A folder of its own: no .env, no embedded database.
+    const cwd = mkdtempSync(path.join(tmpdir(), 'svc-check-'));
+    const result = await runSvc(['check'], {}, { cwd });
+    rmSync(cwd, { recursive: true });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain(
+      'configuration refused:\n- SVC_DATABASE_URL is required (postgres://user:password@host:port/db)',
+    );
+    expect(result.stdout).toBe('');
   });
 
   test('names every refused variable and exits 1 without connecting to the database', async () => {

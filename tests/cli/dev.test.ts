@@ -1,28 +1,43 @@
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { ChildProcessWithoutNullStreams } from 'node:child_process';
-import { afterAll, describe, expect, test } from '@jest/globals';
-import { finished, svc, waitForOutput } from '../support/cli.js';
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { finished, runSvc, svc, waitForOutput } from '../support/cli.js';
+import { databasesForFile } from '../support/database.js';
 import { freePort } from '../support/env.js';
+import { createWorkspace } from '../support/factories.js';
 
-const cwd = mkdtempSync(path.join(tmpdir(), 'svc-dev-'));
-// As root the cluster runs as a `postgres` user, which must reach the data folder.
-chmodSync(cwd, 0o755);
+const folders: string[] = [];
 const children: ChildProcessWithoutNullStreams[] = [];
+const database = databasesForFile();
 
 afterAll(() => {
   for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
-  rmSync(cwd, { recursive: true, force: true });
+  for (const folder of folders) rmSync(folder, { recursive: true, force: true });
 });
 
-async function startDev() {
+/** A folder of its own for `svc dev`'s ./.data. */
+function devFolder(): string {
+  const cwd = mkdtempSync(path.join(tmpdir(), 'svc-dev-'));
+  // As root the cluster runs as a `postgres` user, which must reach the data folder.
+  chmodSync(cwd, 0o755);
+  folders.push(cwd);
+  return cwd;
+}
+
+async function startDev(cwd: string, env: Record<string, string> = {}) {
   const port = await freePort();
-  const child = svc(['dev'], { SVC_ADDR: `127.0.0.1:${port}` }, { cwd });
+  const child = svc(['dev'], { SVC_ADDR: `127.0.0.1:${port}`, ...env }, { cwd });
   children.push(child);
   const done = finished(child);
   const banner = await waitForOutput(child, /stop with Ctrl\+C/);
-  return { child, done, banner, url: `http://127.0.0.1:${port}` };
+  const stop = async () => {
+    child.kill('SIGINT');
+    const end = await done;
+    expect({ code: end.code, signal: end.signal }).toEqual({ code: 0, signal: null });
+  };
+  return { child, done, banner, stop, url: `http://127.0.0.1:${port}` };
 }
 
 async function graph(
@@ -38,11 +53,23 @@ async function graph(
   });
 }
 
+/** Text to find as written inside a RegExp. */
+const literally = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+const passwordIn = (banner: string) =>
+  /sign in as admin@example\.com with password (\S+)/.exec(banner)?.[1];
+
 describe('svc dev with no SVC_DATABASE_URL', () => {
-  test('starts on an embedded PostgreSQL in ./.data, prints a sign-in that works and the interactive page, and keeps the data', async () => {
-    const first = await startDev();
+  test('starts on an embedded PostgreSQL in ./.data, prints a sign-in that works, the interactive page and the database, and keeps the data', async () => {
+    const cwd = devFolder();
+    const first = await startDev(cwd);
     expect(first.banner).toContain(`interactive GraphQL page: ${first.url}/api/graphql`);
-    const password = /sign in as admin@example\.com with password (\S+)/.exec(first.banner)?.[1];
+    expect(first.banner).toMatch(
+      new RegExp(
+        `database: postgres://postgres@127\\.0\\.0\\.1:\\d+/svc \\(embedded PostgreSQL in ${literally(path.join(cwd, '.data', 'postgres'))}\\)`,
+      ),
+    );
+    const password = passwordIn(first.banner);
     expect(password).toMatch(/^[\w-]{20}$/);
     const page = await fetch(`${first.url}/api/graphql`, { headers: { accept: 'text/html' } });
     expect(page.headers.get('content-type')).toContain('text/html');
@@ -58,15 +85,135 @@ describe('svc dev with no SVC_DATABASE_URL', () => {
     const cookie = (login.headers.get('set-cookie') ?? '').split(';')[0] as string;
     const version = await graph(first.url, '{ version }', {}, { cookie });
     expect(await version.json()).toEqual({ data: { version: '0.9.0' } });
-    first.child.kill('SIGINT');
-    const firstEnd = await first.done;
-    expect({ code: firstEnd.code, signal: firstEnd.signal }).toEqual({ code: 0, signal: null });
+    await first.stop();
 
     // A second start reuses the data folder and the same first admin.
-    const second = await startDev();
+    const second = await startDev(cwd);
     expect(second.banner).toContain(`with password ${password}`);
-    second.child.kill('SIGINT');
-    const end = await second.done;
-    expect({ code: end.code, signal: end.signal }).toEqual({ code: 0, signal: null });
+    await second.stop();
   }, 90_000);
+
+  test('a second svc dev in the same folder exits 1 naming the one running and its data folder', async () => {
+    const cwd = devFolder();
+    const first = await startDev(cwd);
+    const second = await runSvc(['dev'], { SVC_ADDR: `127.0.0.1:${await freePort()}` }, { cwd });
+    expect(second.code).toBe(1);
+    expect(second.stderr).toMatch(
+      new RegExp(
+        `^svc: another svc dev \\(pid ${first.child.pid}\\) is already running with the embedded PostgreSQL in ${literally(path.join(cwd, '.data', 'postgres'))} \\(postgres pid \\d+\\); stop it first\\n$`,
+      ),
+    );
+    // The first one keeps serving.
+    expect((await fetch(`${first.url}/api/healthz`)).status).toBe(200);
+    await first.stop();
+  }, 90_000);
+});
+
+describe('commands in a folder with an embedded database and no SVC_DATABASE_URL', () => {
+  let cwd: string;
+  let postgresDir: string;
+  beforeAll(async () => {
+    cwd = devFolder();
+    postgresDir = path.join(cwd, '.data', 'postgres');
+    // npm start once makes the embedded database, its first workspace and admin.
+    const dev = await startDev(cwd);
+    await dev.stop();
+  }, 90_000);
+
+  test('while npm start runs, they use its database and say so on one line of stderr without the password', async () => {
+    const dev = await startDev(cwd);
+    const port = /database: postgres:\/\/postgres@127\.0\.0\.1:(\d+)\/svc/.exec(dev.banner)?.[1];
+    const created = await runSvc(
+      ['token:create', '-email', 'admin@example.com', '-name', 'mine'],
+      {},
+      {
+        cwd,
+      },
+    );
+    expect(created.code).toBe(0);
+    expect(created.stderr.split('\n')[0]).toBe(
+      `svc: SVC_DATABASE_URL is unset; using this folder's embedded database postgres://postgres@127.0.0.1:${port}/svc`,
+    );
+    expect(created.stderr).not.toContain(':postgres@');
+    const me = await graph(
+      dev.url,
+      '{ me { email } }',
+      {},
+      {
+        authorization: `Bearer ${created.stdout.trim()}`,
+      },
+    );
+    expect(await me.json()).toEqual({ data: { me: { email: 'admin@example.com' } } });
+    await dev.stop();
+  }, 90_000);
+
+  test('while npm start is stopped, they start the embedded database for themselves and stop it after', async () => {
+    const listed = await runSvc(['workspace:list'], {}, { cwd });
+    expect(listed.code).toBe(0);
+    expect(listed.stdout).toMatch(/My workspace +active +1 +0/);
+    expect(listed.stderr).toMatch(
+      /^svc: SVC_DATABASE_URL is unset; started this folder's embedded database for this command at postgres:\/\/postgres@127\.0\.0\.1:\d+\/svc\n$/,
+    );
+    expect(existsSync(path.join(postgresDir, 'postmaster.pid'))).toBe(false);
+  }, 60_000);
+
+  test('svc check still names SVC_DATABASE_URL, which serve needs, and says who uses the embedded one', async () => {
+    const result = await runSvc(['check'], {}, { cwd });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain(
+      `- SVC_DATABASE_URL is required (postgres://user:password@host:port/db); the embedded database in ${postgresDir} serves only svc dev and the other commands run in this folder, never svc serve`,
+    );
+  });
+
+  test('seed adds the demo workspace beside the first one svc dev made, and refuses a second run', async () => {
+    const seeded = await runSvc(['seed', '-yes'], {}, { cwd });
+    expect(seeded.code).toBe(0);
+    expect(seeded.stdout).toContain('seeded workspace "Demo workspace"');
+    expect(seeded.stdout).toContain('contacts: 36 contacts, 66 identities');
+    expect(seeded.stdout).toContain('tasks: 27 tasks');
+    const again = await runSvc(['seed', '-yes'], {}, { cwd });
+    expect(again.code).toBe(1);
+    expect(again.stderr).toContain('already holds the demo workspace "Demo workspace"');
+    const listed = await runSvc(['workspace:list'], {}, { cwd });
+    expect(listed.stdout).toMatch(/My workspace +active +1 +0\n.*Demo workspace +active +2 +36/);
+  }, 60_000);
+});
+
+describe('svc dev with SVC_DATABASE_URL', () => {
+  test('prints a kept password only on the database it was made in', async () => {
+    const cwd = devFolder();
+    const embedded = await startDev(cwd);
+    const embeddedPassword = passwordIn(embedded.banner) as string;
+    await embedded.stop();
+
+    // A database whose first workspace this folder did not make: no password to show.
+    const elsewhere = await database();
+    await createWorkspace(elsewhere.database.db, 'Made elsewhere');
+    const other = await startDev(cwd, { SVC_DATABASE_URL: elsewhere.url });
+    expect(other.banner).not.toContain(embeddedPassword);
+    expect(other.banner).not.toContain('with password');
+    expect(other.banner).toContain(
+      'this folder keeps no sign-in for this database (its first workspace was made elsewhere)',
+    );
+    // Named without its password, should the test server's URL carry one.
+    const named = new URL(elsewhere.url);
+    named.password = '';
+    expect(other.banner).toContain(`database: ${named.toString()} (SVC_DATABASE_URL)`);
+    await other.stop();
+
+    // An empty database gets a first admin of its own, kept beside the embedded one's.
+    const empty = await database({ empty: true });
+    const fresh = await startDev(cwd, { SVC_DATABASE_URL: empty.url });
+    const freshPassword = passwordIn(fresh.banner);
+    expect(freshPassword).toMatch(/^[\w-]{20}$/);
+    expect(freshPassword).not.toBe(embeddedPassword);
+    await fresh.stop();
+
+    const again = await startDev(cwd, { SVC_DATABASE_URL: empty.url });
+    expect(passwordIn(again.banner)).toBe(freshPassword);
+    await again.stop();
+    const back = await startDev(cwd);
+    expect(passwordIn(back.banner)).toBe(embeddedPassword);
+    await back.stop();
+  }, 120_000);
 });

@@ -1,40 +1,63 @@
-import path from 'node:path';
 import { defineCommand } from 'citty';
 import { problemsStoppingServe } from '../../config.js';
-import { startEmbeddedPostgres, type EmbeddedDatabase } from '../../dev/embedded-postgres.js';
+import {
+  DEV_DATA_DIR,
+  embeddedDatabaseDir,
+  EmbeddedDatabaseBusy,
+  startEmbeddedPostgres,
+  type EmbeddedDatabase,
+} from '../../dev/embedded-postgres.js';
 import { ensureFirstAdmin, type FirstAdmin } from '../../dev/first-run.js';
 import { GRAPH_PATH } from '../../graph/server.js';
 import { createLogger } from '../../log.js';
 import { startService } from '../../server.js';
 import { commandConfig, stopOn } from '../config.js';
+import { withoutPassword } from '../database.js';
+import { CommandError } from '../errors.js';
 import { untilSignal } from '../signals.js';
 
-const DATA_DIR = '.data';
+function signIn(admin: FirstAdmin): string[] {
+  if (admin.email === null || admin.password === null) {
+    return [
+      '  this folder keeps no sign-in for this database (its first workspace was made elsewhere); svc account:create-admin adds an admin',
+    ];
+  }
+  const login = `mutation { login(email: "${admin.email}", password: "${admin.password}") { me { id name } } }`;
+  return [`  sign in as ${admin.email} with password ${admin.password}`, `  in the page: ${login}`];
+}
 
-function banner(url: string, admin: FirstAdmin, embedded: boolean): string {
-  const password = admin.password ?? '(set before this data folder; not kept here)';
-  const login = admin.password
-    ? `mutation { login(email: "${admin.email}", password: "${admin.password}") { me { id name } } }`
-    : '';
+function banner(url: string, admin: FirstAdmin, databaseUrl: string, embedded: boolean): string {
+  const database = embedded
+    ? [
+        `  database: ${withoutPassword(databaseUrl)} (embedded PostgreSQL in ${embeddedDatabaseDir(DEV_DATA_DIR)})`,
+        '  svc commands run in this folder use it too while SVC_DATABASE_URL is unset',
+      ]
+    : [`  database: ${withoutPassword(databaseUrl)} (SVC_DATABASE_URL)`];
   return [
     '',
     `svc is running at ${url}`,
     `  interactive GraphQL page: ${url}${GRAPH_PATH}`,
-    `  sign in as ${admin.email} with password ${password}`,
-    login && `  in the page: ${login}`,
-    `  database: ${embedded ? `embedded PostgreSQL in ${path.resolve(DATA_DIR, 'postgres')}` : 'SVC_DATABASE_URL'}`,
+    ...signIn(admin),
+    ...database,
     '  stop with Ctrl+C',
     '',
-  ]
-    .filter(Boolean)
-    .join('\n');
+  ].join('\n');
+}
+
+async function startEmbedded(log: ReturnType<typeof createLogger>): Promise<EmbeddedDatabase> {
+  try {
+    return await startEmbeddedPostgres(DEV_DATA_DIR, log);
+  } catch (error) {
+    if (error instanceof EmbeddedDatabaseBusy) throw new CommandError(error.message);
+    throw error;
+  }
 }
 
 export default defineCommand({
   meta: {
     name: 'dev',
     description:
-      'Zero-setup local server: an embedded PostgreSQL when SVC_DATABASE_URL is unset, a first admin, the interactive page on',
+      'Run a local server with no setup: it uses SVC_DATABASE_URL, or else an embedded PostgreSQL kept in ./.data, makes a first admin and serves the interactive GraphQL page.',
   },
   async run() {
     // Listening from the start: a Ctrl+C during start-up still stops everything cleanly.
@@ -45,12 +68,12 @@ export default defineCommand({
     // Readable lines for the person at the terminal; `svc serve` writes JSON (docs/decisions.md).
     const log = createLogger({ format: 'pretty' });
     let embedded: EmbeddedDatabase | null = null;
-    if (!config.server.databaseUrl) embedded = await startEmbeddedPostgres(DATA_DIR, log);
+    if (!config.server.databaseUrl) embedded = await startEmbedded(log);
     try {
       const databaseUrl = config.server.databaseUrl ?? (embedded as EmbeddedDatabase).url;
       const service = await startService({ config, log, databaseUrl });
-      const admin = await ensureFirstAdmin(service.database.db, DATA_DIR);
-      console.log(banner(service.url, admin, embedded !== null));
+      const admin = await ensureFirstAdmin(service.database.db, DEV_DATA_DIR);
+      console.log(banner(service.url, admin, databaseUrl, embedded !== null));
       await signalled;
       await service.shutdown();
     } finally {

@@ -1,6 +1,7 @@
 import { defineCommand, type ArgsDef } from 'citty';
+import { buildCatalogue } from '../../auth/access.js';
 import { createLogger } from '../../log.js';
-import { DatabaseNotEmpty, seedDemo } from '../../seed/index.js';
+import { DatabaseNotEmpty, DemoAlreadySeeded, seedDemo } from '../../seed/index.js';
 import {
   generatePassword,
   migrateThenChange,
@@ -13,11 +14,13 @@ import { describeWorkspace, inTransaction } from '../accounts.js';
 import { commandConfig } from '../config.js';
 import { CommandError, UsageError } from '../errors.js';
 import { checkOptions } from '../options.js';
+import { commandContext } from '../service-context.js';
 
 const args = {
   yes: {
     type: 'boolean',
-    description: 'confirm writing demo data (a workspace, an admin and a member) to the database',
+    description:
+      'confirm writing the demo workspace (an admin, a member, contacts and tasks) to the database',
   },
   as: {
     type: 'string',
@@ -25,31 +28,49 @@ const args = {
   },
 } as const satisfies ArgsDef;
 
+/** The seed's refusals, saying that nothing changed and what to do instead. */
+function refusal(error: unknown): unknown {
+  if (error instanceof DemoAlreadySeeded) {
+    return new CommandError(`${error.message}; seed runs once per database and changed nothing`);
+  }
+  if (error instanceof DatabaseNotEmpty) {
+    return new CommandError(
+      `${error.message}; seed fills only an empty database (or this folder's embedded one) and changed nothing (add an admin with svc account:create-admin)`,
+    );
+  }
+  return error;
+}
+
 export default defineCommand({
   meta: {
     name: 'seed',
     description:
-      'Fill an empty database with demo data for a first look (migrating the core first); refuses a database holding any workspace',
+      'Add a demo workspace (an admin, a member, a few dozen contacts and tasks over the next weeks) for a first look, migrating the core first; refuses a second run, and any database holding workspaces unless it is the embedded one',
   },
   args,
   async run({ args: values, rawArgs }) {
     checkOptions(rawArgs, args);
     if (!values.yes) {
       throw new UsageError(
-        'seed writes demo data (a workspace, an admin and a member with printed passwords) to the database SVC_DATABASE_URL names; run it with -yes to go ahead',
+        'seed writes a demo workspace (accounts with printed passwords, contacts and tasks) to the database; run it with -yes to go ahead',
       );
     }
     const operator = operatorOf(values.as);
     const loaded = commandConfig();
     const timeoutMs = recordTimeoutMs(loaded);
     const passwords = { admin: generatePassword(), member: generatePassword() };
-    await withDatabase(loaded, async (database) => {
-      const seeded = await migrateThenChange(database, loaded, createLogger(), (db) =>
-        inTransaction(db, (tx) => seedDemo(tx, { passwords })).catch((error: unknown) => {
-          if (!(error instanceof DatabaseNotEmpty)) throw error;
-          throw new CommandError(
-            `${error.message}; seed fills only an empty database and changed nothing (add an admin with svc account:create-admin)`,
-          );
+    const log = createLogger();
+    await withDatabase(loaded, async (database, source) => {
+      const services = { config: loaded.config, database, access: buildCatalogue([]), log };
+      const seeded = await migrateThenChange(database, loaded, log, (db) =>
+        inTransaction(db, (tx) =>
+          seedDemo(tx, {
+            passwords,
+            besideOthers: source.embedded,
+            contextFor: (seedDb, user) => commandContext(services, seedDb, user),
+          }),
+        ).catch((error: unknown) => {
+          throw refusal(error);
         }),
       );
       const { workspace, admin, member, added } = seeded;

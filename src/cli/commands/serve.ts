@@ -5,7 +5,11 @@ import { databaseUrlOf, serveConfig } from '../config.js';
 import { untilSignal } from '../signals.js';
 
 export default defineCommand({
-  meta: { name: 'serve', description: 'Apply migrations and serve the API' },
+  meta: {
+    name: 'serve',
+    description:
+      'Apply migrations and serve the API, on the database SVC_DATABASE_URL names (required; never the embedded one)',
+  },
   async run() {
     // Listening from the start: a SIGTERM during start-up still stops the service cleanly.
     const signalled = untilSignal();
