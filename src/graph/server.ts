@@ -1,4 +1,3 @@
-import { renderGraphiQL } from '@graphql-yoga/render-graphiql';
 import type { GraphQLSchema } from 'graphql';
 import { createYoga, type YogaServerInstance } from 'graphql-yoga';
 import type { Config } from '../config.js';
@@ -37,9 +36,9 @@ export function createGraphServer(schema: GraphQLSchema, config: Config, log: Lo
     // Yoga's default CORS names any origin back with credentials; the HTTP layer answers
     // CORS for SVC_CORS_ORIGINS alone (src/http/guards/cors.ts).
     cors: false,
-    // Bundled GraphiQL: no assets from a CDN, so it works offline and behind a strict CSP.
-    graphiql: config.server.devGraphiql ? { title: 'svc GraphQL' } : false,
-    renderGraphiQL,
+    // The HTTP layer serves the interactive page (SVC_DEV_GRAPHIQL) itself, rendered and
+    // compressed once (src/http/interactive-page-route.ts); Yoga would render it per request.
+    graphiql: false,
     maskedErrors: { maskError: createErrorMasker(log) },
     logging: yogaLogger(log),
     // The HTTP layer already held the body to SVC_GRAPH_BODY_MAX_BYTES or

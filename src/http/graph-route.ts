@@ -17,6 +17,7 @@ import { applyCors } from './guards/cors.js';
 import { crossOriginRefusal, refuseCrossOrigin } from './guards/cross-origin.js';
 import { GRAPH_GET_REFUSED_BODY, graphGetRefused } from './guards/graph-get.js';
 import { asksForWrite } from './guards/operation-kind.js';
+import { asksOnlyForSchema } from './guards/schema-request.js';
 import { createSlots, type Slots } from './guards/slots.js';
 import { streamRequested } from './guards/stream-accept.js';
 import {
@@ -25,6 +26,7 @@ import {
   STREAM_TOKEN_HEADER,
   type SingleConnectionStep,
 } from './single-connection.js';
+import { asksForInteractivePage, sendInteractivePage } from './interactive-page-route.js';
 import { readBody, sendJson, sendWebResponse, toWebRequest } from './node-fetch-bridge.js';
 
 export interface GraphRouteDeps {
@@ -210,6 +212,9 @@ export function createGraphRoute(deps: GraphRouteDeps) {
     clientAddress: string,
   ): Promise<void> {
     if (applyCors(req, res, config.server.corsOrigins)) return;
+    if (config.server.devGraphiql && asksForInteractivePage(req)) {
+      return sendInteractivePage(req, res);
+    }
     if (graphGetRefused(req.method ?? 'GET', req.headers.accept, config.server.devGraphiql)) {
       return sendJson(res, 405, GRAPH_GET_REFUSED_BODY, { allow: 'POST' });
     }
@@ -240,13 +245,18 @@ export function createGraphRoute(deps: GraphRouteDeps) {
     const read = await body(req, res, actor);
     if (read === 'refused') return;
     if (crossOrigin && asksForWrite(read)) return refuseCrossOrigin(req, res, log, crossOrigin);
+    // With SVC_DEV_GRAPHIQL the interactive page reads the schema before anyone signs in:
+    // its introspection query passes the anonymous token, query and answer caps (still
+    // held to the anonymous body cap and slots). Without it, nothing here changes.
+    const schemaOnly = !actor && config.server.devGraphiql && asksOnlyForSchema(url, read);
     if (!actor) {
       const refusal =
         anonymousBodyRefusal({
           contentType: req.headers['content-type'],
           bodyBytes: read?.length ?? 0,
           caps: config.graph.anonymous,
-        }) ?? anonymousQueryRefusal(queryText(url, read), config.graph.anonymous);
+        }) ??
+        (schemaOnly ? null : anonymousQueryRefusal(queryText(url, read), config.graph.anonymous));
       if (refusal) return graphRefusal(res, 200, refusal);
     }
     const streaming = streamRequested(req.headers.accept);
@@ -303,7 +313,7 @@ export function createGraphRoute(deps: GraphRouteDeps) {
       if (reserved && response.status !== 201) reservations.drop(reserved);
       await sendWebResponse(res, response, {
         cookies: responseCookies,
-        ...(actor
+        ...(actor || schemaOnly
           ? {}
           : {
               cap: {

@@ -1,5 +1,12 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
+import {
+  acceptedEncoding,
+  compress,
+  varyOnEncoding,
+  worthCompressing,
+  type StaticAnswer,
+} from './compression.js';
 
 /** Reads a request body, stopping as soon as it passes `maxBytes`. */
 export async function readBody(
@@ -98,7 +105,7 @@ async function sendWhole(
   headers: NodeHeaders,
   cap: SendOptions['cap'],
 ): Promise<void> {
-  let body = response.body ? Buffer.from(await response.arrayBuffer()) : null;
+  let body: Buffer | null = response.body ? Buffer.from(await response.arrayBuffer()) : null;
   if (hasNoContent(response.status)) {
     res.writeHead(response.status, headers);
     res.end();
@@ -109,8 +116,48 @@ async function sendWhole(
     body = Buffer.from(JSON.stringify(cap.replacement()));
     headers['content-type'] = 'application/json; charset=utf-8';
   }
+  if (body) body = await encoded(res, headers, body);
   headers['content-length'] = String(body?.length ?? 0);
   res.writeHead(response.status, headers);
+  res.end(body);
+}
+
+/**
+ * The body in the coding the request accepts, when the answer is large and compressible
+ * enough (compression.ts); an answer that could be compressed names Accept-Encoding in
+ * Vary either way. Any cap has already judged the plain body.
+ */
+async function encoded(res: ServerResponse, headers: NodeHeaders, body: Buffer): Promise<Buffer> {
+  const type = String(headers['content-type'] ?? '');
+  if (headers['content-encoding'] || !worthCompressing(type, body.length)) return body;
+  varyOnEncoding(res, headers);
+  const encoding = acceptedEncoding(res.req?.headers['accept-encoding']);
+  if (!encoding) return body;
+  headers['content-encoding'] = encoding;
+  return compress(body, encoding);
+}
+
+/**
+ * Writes an answer that never changes (the interactive page) in the coding the request
+ * accepts, compressed once for the process (compression.ts), or plain.
+ */
+export async function sendStaticAnswer(
+  req: IncomingMessage,
+  res: ServerResponse,
+  answer: StaticAnswer,
+): Promise<void> {
+  const headers: NodeHeaders = { 'content-type': answer.contentType };
+  let body = answer.plain;
+  if (worthCompressing(answer.contentType, body.length)) {
+    varyOnEncoding(res, headers);
+    const encoding = acceptedEncoding(req.headers['accept-encoding']);
+    if (encoding) {
+      body = await answer.encoded(encoding);
+      headers['content-encoding'] = encoding;
+    }
+  }
+  headers['content-length'] = String(body.length);
+  res.writeHead(200, headers);
   res.end(body);
 }
 

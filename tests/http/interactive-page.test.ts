@@ -1,4 +1,13 @@
-import { afterAll, beforeAll, expect, test } from '@jest/globals';
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { getIntrospectionQuery } from 'graphql';
+import {
+  INTERACTIVE_PAGE_OPTIONS,
+  LOGIN_OPERATION,
+  LOGIN_VARIABLES,
+  PAGE_SCRIPT,
+} from '../../src/graph/interactive-page.js';
+import { PASSWORD } from '../support/factories.js';
+import { decoded, rawGraph, rawHttp, type RawHttpAnswer } from '../support/raw-http.js';
 import { startTestService, type TestService } from '../support/service.js';
 
 let svc: TestService;
@@ -9,13 +18,146 @@ beforeAll(async () => {
 
 afterAll(() => svc.stop());
 
-test('with SVC_DEV_GRAPHIQL set, a browser opening /api/graphql gets the interactive page', async () => {
-  const response = await fetch(`${svc.url}/api/graphql`, { headers: { accept: 'text/html' } });
-  expect(response.status).toBe(200);
-  expect(response.headers.get('content-type')).toMatch(/^text\/html/);
-  const page = await response.text();
-  expect(page).toMatch(/<title>svc GraphQL<\/title>/);
-  expect(page.toLowerCase()).toContain('graphiql');
+/** The introspection query GraphiQL sends when the page opens. */
+const INTROSPECTION = {
+  query: getIntrospectionQuery({ schemaDescription: true, inputValueDeprecation: true }),
+  operationName: 'IntrospectionQuery',
+};
+
+function typeNames(answer: RawHttpAnswer): string[] {
+  const body = JSON.parse(decoded(answer).toString('utf8')) as {
+    data?: { __schema?: { types: { name: string }[] } };
+  };
+  return body.data?.__schema?.types.map((type) => type.name) ?? [];
+}
+
+function openPage(headers: Record<string, string> = {}) {
+  return rawHttp(`${svc.url}/api/graphql`, { headers: { accept: 'text/html', ...headers } });
+}
+
+describe('the page', () => {
+  let page: string;
+
+  beforeAll(async () => {
+    page = decoded(await openPage()).toString('utf8');
+  });
+
+  test('with SVC_DEV_GRAPHIQL set, a browser opening /api/graphql gets the interactive page', async () => {
+    const response = await fetch(`${svc.url}/api/graphql`, { headers: { accept: 'text/html' } });
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toMatch(/^text\/html/);
+    const text = await response.text();
+    expect(text).toMatch(/<title>svc GraphQL<\/title>/);
+    expect(text.toLowerCase()).toContain('graphiql');
+  });
+
+  test('opens on a login tab whose variables hold placeholders, never a password', () => {
+    expect(page).toContain(JSON.stringify(INTERACTIVE_PAGE_OPTIONS));
+    expect(INTERACTIVE_PAGE_OPTIONS.defaultTabs).toEqual([
+      { query: LOGIN_OPERATION, variables: JSON.stringify(LOGIN_VARIABLES, null, 2) },
+    ]);
+    expect(LOGIN_OPERATION).toMatch(/^mutation Login\(/m);
+    expect(LOGIN_OPERATION).toContain('`svc dev` prints the email and');
+    // GraphiQL fills the first tab's variables editor from its storage, seeded on a first visit.
+    expect(page).toContain(
+      `localStorage.setItem('graphiql:variables', ${JSON.stringify(JSON.stringify(LOGIN_VARIABLES, null, 2))})`,
+    );
+    expect(page).not.toContain(PASSWORD);
+  });
+
+  test('runs its script before GraphiQL: it reloads the schema after a successful login', () => {
+    const script = page.indexOf(PAGE_SCRIPT);
+    expect(script).toBeGreaterThan(-1);
+    expect(script).toBeLessThan(page.indexOf('YogaGraphiQL.renderYogaGraphiQL('));
+    expect(PAGE_SCRIPT).toContain('body.data.login && !body.errors) refetchSchema()');
+    expect(PAGE_SCRIPT).toContain('[aria-label^="Re-fetch GraphQL schema"]');
+  });
+
+  test('GraphiQL’s bundle still labels the button the script presses', () => {
+    // scripts/interactive-page-check.ts presses it in a browser.
+    expect(page).toContain('Re-fetch GraphQL schema (');
+  });
+});
+
+describe('signing in from the page', () => {
+  test('the login tab as it opens, placeholders unchanged, is judged a wrong sign-in, not an over-size request', async () => {
+    const { body } = await svc.anonymous(LOGIN_OPERATION, LOGIN_VARIABLES);
+    expect(body.data).toBeNull();
+    expect(body.errors?.[0]?.extensions).toMatchObject({ reason: 'credentials_invalid' });
+  });
+
+  test('the login tab signs in with the printed email and password, and the session introspects', async () => {
+    const variables = { email: svc.admin.email, password: PASSWORD };
+    const { headers, body } = await svc.anonymous(LOGIN_OPERATION, variables);
+    expect(body).toEqual({
+      data: {
+        login: {
+          me: { id: svc.admin.id, email: svc.admin.email, name: svc.admin.name, role: 'admin' },
+        },
+      },
+    });
+    const cookie = (headers.getSetCookie()[0] ?? '').split(';')[0] as string;
+    const schema = await rawGraph(svc.url, INTROSPECTION, { cookie });
+    expect(typeNames(schema)).toEqual(expect.arrayContaining(['Query', 'Mutation', 'Contact']));
+  });
+});
+
+describe('the schema before signing in', () => {
+  test('GraphiQL’s introspection query answers the whole schema to an anonymous caller', async () => {
+    const answer = await rawGraph(svc.url, INTROSPECTION);
+    expect(answer.status).toBe(200);
+    // Over SVC_GRAPH_ANONYMOUS_QUERY_MAX_BYTES, _MAX_TOKENS and _ANSWER_MAX_BYTES.
+    expect(Buffer.byteLength(INTROSPECTION.query)).toBeGreaterThan(1024);
+    expect(decoded(answer).length).toBeGreaterThan(16384);
+    expect(typeNames(answer)).toEqual(expect.arrayContaining(['Query', 'Mutation', 'Contact']));
+  });
+
+  test('an anonymous query as long with a data field beside it is still held to the caps', async () => {
+    const query = INTROSPECTION.query.replace('__schema {', 'me { email } __schema {');
+    const { body } = await svc.anonymous(query);
+    expect(body.data).toBeNull();
+    expect(body.errors?.[0]?.extensions).toEqual({
+      code: 'UNAUTHENTICATED',
+      reason: 'authentication_required',
+      meta: {},
+    });
+  });
+});
+
+describe('compression of the page', () => {
+  let plain: RawHttpAnswer;
+
+  beforeAll(async () => {
+    plain = await openPage();
+  });
+
+  test('without Accept-Encoding the page comes plain, saying it varies with it', () => {
+    expect(plain.status).toBe(200);
+    expect(plain.headers['content-encoding']).toBeUndefined();
+    expect(plain.headers['content-length']).toBe(String(plain.body.length));
+    expect(plain.headers.vary).toMatch(/Accept-Encoding/);
+    expect(plain.body.length).toBeGreaterThan(1_000_000);
+  });
+
+  test.each(['br', 'gzip'])(
+    'with Accept-Encoding %s it comes compressed, smaller, and decodes to the same page',
+    async (encoding) => {
+      const answer = await openPage({ 'accept-encoding': encoding });
+      expect(answer.headers['content-encoding']).toBe(encoding);
+      expect(answer.headers.vary).toMatch(/Accept-Encoding/);
+      expect(answer.headers['content-length']).toBe(String(answer.body.length));
+      expect(answer.body.length).toBeLessThan(plain.body.length / 3);
+      expect(decoded(answer).equals(plain.body)).toBe(true);
+    },
+  );
+
+  test('a browser’s usual Accept-Encoding gets brotli, the same bytes on every request', async () => {
+    const headers = { 'accept-encoding': 'gzip, deflate, br, zstd' };
+    const first = await openPage(headers);
+    const second = await openPage(headers);
+    expect(first.headers['content-encoding']).toBe('br');
+    expect(second.body.equals(first.body)).toBe(true);
+  });
 });
 
 test('with SVC_DEV_GRAPHIQL set, the graph is still answered on POST /api/graphql', async () => {

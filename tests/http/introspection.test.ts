@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { getIntrospectionQuery } from 'graphql';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { sessionCookieFor } from '../support/factories.js';
 import { startTestService, type TestService } from '../support/service.js';
@@ -58,6 +59,15 @@ describe('without SVC_DEV_GRAPHIQL', () => {
     expect(body.data).toBeNull();
     expect(body.errors).toHaveLength(1);
     expect(body.errors?.[0]).toMatchObject({ path, extensions: UNAUTHENTICATED });
+  });
+
+  test('GraphiQL’s whole introspection query from an anonymous caller is refused', async () => {
+    const query = getIntrospectionQuery({ schemaDescription: true, inputValueDeprecation: true });
+    const { body } = await plain.anonymous(query);
+    expect(body).toEqual({
+      data: null,
+      errors: [{ message: 'authentication required', extensions: UNAUTHENTICATED }],
+    });
   });
 
   test('an anonymous __typename still answers', async () => {
