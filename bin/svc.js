@@ -3,5 +3,16 @@
 // clone needs no build step and stack traces point at the sources.
 import { register } from 'tsx/esm/api';
 
+// npm scripts and `npx svc` run the Node.js the `node` dependency installs; a system
+// Node.js older than the supported line is named here instead of failing somewhere inside.
+const [major, minor] = process.versions.node.split('.').map(Number);
+if (major < 22 || (major === 22 && minor < 18)) {
+  console.error(
+    `svc needs Node.js 22.18 or newer (this is ${process.version}); ` +
+      'run it through npm (npm start, npx svc …), which uses the Node.js it installed',
+  );
+  process.exit(1);
+}
+
 register();
 await import('../src/cli/main.ts');
