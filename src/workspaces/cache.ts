@@ -1,3 +1,4 @@
+import { LRUCache } from 'lru-cache';
 import type { Config } from '../config.js';
 import type { Database, Db } from '../db/client.js';
 import { findWorkspaceById } from './service.js';
@@ -13,33 +14,65 @@ import type { Workspace } from './tables.js';
 // by the process that made it when it calls `forget`. The credential reads
 // (src/auth/credentials.ts) and channel-delivery checks never use this cache, so a
 // deactivation stops them at once.
+//
+// The bookkeeping is lru-cache's: an outer cache of workspaces (`max: held`), each holding
+// an inner cache of its named values (`ttl` from `refreshMs`, loaded by `fetchMethod`,
+// which shares one load among concurrent readers and keeps no failed one).
 
 export interface WorkspaceCacheOptions {
   /** Most workspaces kept (SVC_TENANTS_HELD). */
   held: number;
   /** Age after which a held value is reread (SVC_TENANTS_REFRESH). */
   refreshMs: number;
-  /** The clock, in milliseconds; tests inject their own. */
+  /** The clock, in whole milliseconds; tests inject their own. */
   now?: () => number;
 }
 
-interface HeldValue {
-  value: Promise<unknown>;
-  loadedAt: number;
+/** A held value, boxed: lru-cache holds no `undefined`, and an unknown workspace is one. */
+interface Held {
+  value: unknown;
+}
+
+type Load = () => Promise<unknown>;
+type Values = LRUCache<string, Held, Load>;
+
+/**
+ * Bound on the named values one workspace holds. Names are declarations (the workspace's
+ * fields and one or two per plugin), not data; lru-cache only requires some bound.
+ */
+const VALUES_PER_WORKSPACE = 32;
+
+/**
+ * lru-cache calls an entry stale once its age is *more* than `ttl`, and reads a start of 0
+ * as "no TTL"; this cache rereads a value once it is `refreshMs` old, on a clock of whole
+ * milliseconds that tests start at 0. So lru-cache counts half milliseconds from one tick
+ * on: more than 2·refreshMs − 1 half milliseconds is exactly at least refreshMs.
+ */
+function valuesOptions(
+  refreshMs: number,
+  now: () => number,
+): LRUCache.OptionsMaxLimit<string, Held, Load> {
+  return {
+    max: VALUES_PER_WORKSPACE,
+    ttl: 2 * Math.ceil(refreshMs) - 1,
+    perf: { now: () => 2 * (now() + 1) },
+    // Read the clock on every check (its default caches it for 1ms).
+    ttlResolution: 0,
+    // A value forgotten (or dropped) while it loads still answers the readers waiting on it.
+    ignoreFetchAbort: true,
+    fetchMethod: async (_name, _stale, { context: load }) => ({ value: await load() }),
+  };
 }
 
 /** The held values of the `held` most recently used workspaces, each under a name. */
 export class WorkspaceCache {
-  /** Workspace id → value name → value; Map order is least recently used first. */
-  private readonly workspaces = new Map<string, Map<string, HeldValue>>();
-  private readonly held: number;
-  private readonly refreshMs: number;
-  private readonly now: () => number;
+  /** Workspace id → its values by name; the least recently used is dropped first. */
+  private readonly workspaces: LRUCache<string, Values>;
+  private readonly valuesOptions: LRUCache.OptionsMaxLimit<string, Held, Load>;
 
   constructor(options: WorkspaceCacheOptions) {
-    this.held = Math.max(1, options.held);
-    this.refreshMs = options.refreshMs;
-    this.now = options.now ?? Date.now;
+    this.workspaces = new LRUCache({ max: Math.max(1, options.held) });
+    this.valuesOptions = valuesOptions(options.refreshMs, options.now ?? Date.now);
   }
 
   /** How many workspaces are held. */
@@ -47,8 +80,9 @@ export class WorkspaceCache {
     return this.workspaces.size;
   }
 
+  /** Whether the workspace is held, or one of its values is held and not yet stale. */
   has(workspaceId: string, name?: string): boolean {
-    const values = this.workspaces.get(workspaceId);
+    const values = this.workspaces.peek(workspaceId);
     return name === undefined ? values !== undefined : (values?.has(name) ?? false);
   }
 
@@ -57,31 +91,20 @@ export class WorkspaceCache {
    * `refreshMs`, else what `load` answers (concurrent callers share one load; a failed
    * load is not kept). Marks the workspace most recently used.
    */
-  get<T>(workspaceId: string, name: string, load: () => Promise<T>): Promise<T> {
-    const now = this.now();
+  async get<T>(workspaceId: string, name: string, load: () => Promise<T>): Promise<T> {
     let values = this.workspaces.get(workspaceId);
-    if (values) this.workspaces.delete(workspaceId);
-    else values = new Map();
-    this.workspaces.set(workspaceId, values);
-
-    const held = values.get(name);
-    if (held && now - held.loadedAt < this.refreshMs) return held.value as Promise<T>;
-    const entry: HeldValue = { value: load(), loadedAt: now };
-    values.set(name, entry);
-    entry.value.catch(() => {
-      if (values.get(name) === entry) values.delete(name);
-    });
-    while (this.workspaces.size > this.held) {
-      const oldest = this.workspaces.keys().next().value as string;
-      this.workspaces.delete(oldest);
+    if (!values) {
+      values = new LRUCache(this.valuesOptions);
+      this.workspaces.set(workspaceId, values);
     }
-    return entry.value as Promise<T>;
+    const held = await values.fetch(name, { context: load });
+    return held!.value as T;
   }
 
   /** Drops one held value, or everything held for the workspace (this process only). */
   forget(workspaceId: string, name?: string): void {
     if (name === undefined) this.workspaces.delete(workspaceId);
-    else this.workspaces.get(workspaceId)?.delete(name);
+    else this.workspaces.peek(workspaceId)?.delete(name);
   }
 }
 
