@@ -1,12 +1,14 @@
 import {
-  formatProblems,
   loadProcessConfig,
-  problemsStoppingPluginCommands,
-  problemsStoppingServe,
   type Config,
   type ConfigProblem,
   type LoadedConfig,
 } from '../config.js';
+import {
+  formatProblems,
+  problemsStoppingPluginCommands,
+  problemsStoppingServe,
+} from '../config/problems.js';
 import { CommandError } from './errors.js';
 
 /** The configuration a command runs with: real environment over `./.env`. */
@@ -28,11 +30,5 @@ export function serveConfig(): Config {
 
 export const DATABASE_URL_REQUIRED =
   'SVC_DATABASE_URL is required (postgres://user:password@host:port/db)';
-
-/** `serve`'s database: SVC_DATABASE_URL, never the embedded one (see ./database.ts). */
-export function databaseUrlOf(config: Config): string {
-  if (!config.server.databaseUrl) throw new CommandError(DATABASE_URL_REQUIRED);
-  return config.server.databaseUrl;
-}
 
 export { problemsStoppingPluginCommands };

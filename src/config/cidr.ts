@@ -1,7 +1,6 @@
-import type { CidrRange } from '../config.js';
 import { formatIp, ipFromBytes, parseIp, unmapIpv4, type IpAddress } from './ip.js';
-import { parseEach, splitList } from './list.js';
-import { accept, refuse, type Parsed } from './parsed.js';
+import { accept, parseList, refuse, type Parsed } from './parsed.js';
+import type { CidrRange } from './types.js';
 
 const PREFIX = /^[0-9]{1,3}$/;
 
@@ -45,5 +44,5 @@ function maskHostBits(bytes: Uint8Array, prefix: number): void {
 
 /** Comma-separated CIDR ranges (SVC_TRUSTED_PROXIES). */
 export function parseCidrList(text: string): Parsed<CidrRange[]> {
-  return parseEach(splitList(text), parseCidr);
+  return parseList(text, parseCidr);
 }

@@ -1,5 +1,4 @@
-import { parseEach, splitList } from './list.js';
-import { accept, refuse, type Parsed } from './parsed.js';
+import { mapParsed, parseList, refuse, type Parsed } from './parsed.js';
 import { parsePublicUrl } from './urls.js';
 
 /**
@@ -31,6 +30,5 @@ export function parseCorsOrigin(text: string): Parsed<string> {
  * session cookie. An origin listed twice counts once.
  */
 export function parseCorsOrigins(text: string): Parsed<string[]> {
-  const parsed = parseEach(splitList(text), parseCorsOrigin);
-  return parsed.ok ? accept([...new Set(parsed.value)]) : parsed;
+  return mapParsed(parseList(text, parseCorsOrigin), (origins) => [...new Set(origins)]);
 }

@@ -1,5 +1,6 @@
 import { parseHost, parseHostPort } from './host-port.js';
 import { accept, refuse, type Parsed } from './parsed.js';
+import type { Config } from './types.js';
 
 export const SSL_MODES = ['disable', 'allow', 'prefer', 'require', 'verify-ca', 'verify-full'];
 
@@ -83,4 +84,13 @@ function decodes(text: string): boolean {
   } catch {
     return false;
   }
+}
+
+/**
+ * The database URL, for `serve`, which stops here when it is unset: it never falls back to
+ * the embedded database `svc dev` makes (other commands use src/cli/database.ts).
+ */
+export function requireDatabaseUrl(config: Config): string {
+  if (config.server.databaseUrl !== null) return config.server.databaseUrl;
+  throw new Error(`SVC_DATABASE_URL is not set; set it to a connection string such as ${FORM}`);
 }

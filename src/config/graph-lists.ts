@@ -1,6 +1,6 @@
-import type { Config } from '../config.js';
 import type { EnvReader, GroupReader } from './reader.js';
 import { count, locale, pageSizes, timerDuration, wholeNumber } from './schemas.js';
+import type { Config } from './types.js';
 
 type GraphLists = Pick<
   Config['graph'],

@@ -1,4 +1,3 @@
-import type { Config } from '../config.js';
 import type { EnvReader, GroupReader } from './reader.js';
 import {
   baseUrl,
@@ -16,6 +15,7 @@ import {
   webhookAllowList,
   wholeNumber,
 } from './schemas.js';
+import type { Config } from './types.js';
 
 // One reader per SPEC 8.2 table. Defaults are written as the spec writes them.
 

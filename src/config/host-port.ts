@@ -1,7 +1,7 @@
-import type { HostPort } from '../config.js';
 import { formatIp, parseIp } from './ip.js';
 import { parsePort } from './numbers.js';
 import { accept, refuse, type Parsed } from './parsed.js';
+import type { HostPort } from './types.js';
 
 // Letters, digits, hyphens and underscores: underscores are not valid in DNS host names,
 // but container runtimes resolve service names such as `crm_db`, and URLs accept them.

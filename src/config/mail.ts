@@ -1,6 +1,15 @@
-import type { MailConfig, SmtpTls } from '../config.js';
-import type { EnvReader, GroupReader, Schema } from './reader.js';
-import { directory, email, port, publicUrl, smtpHost, smtpTls, text } from './schemas.js';
+import type { EnvReader, GroupReader } from './reader.js';
+import {
+  directory,
+  email,
+  port,
+  publicUrl,
+  smtpHost,
+  smtpTls,
+  text,
+  type Schema,
+} from './schemas.js';
+import type { MailConfig, SmtpTls } from './types.js';
 
 /** Refused without a host (SPEC 8.2); SVC_PUBLIC_URL and the template dir are just ignored. */
 const NEED_HOST = [
@@ -20,7 +29,7 @@ export function readMail(env: EnvReader): MailConfig | null {
   const r = env.group('mail');
   if (!env.isSet('SVC_SMTP_HOST')) {
     for (const name of NEED_HOST.filter((n) => env.isSet(n))) {
-      r.refuse(name, `${name} is set but SVC_SMTP_HOST is not`);
+      r.refuse(name, 'is set but SVC_SMTP_HOST is not');
     }
     return null;
   }
@@ -43,7 +52,7 @@ function readCredentials(r: GroupReader): { username: string | null; password: s
     username === null
       ? ['SVC_SMTP_USERNAME', 'SVC_SMTP_PASSWORD']
       : ['SVC_SMTP_PASSWORD', 'SVC_SMTP_USERNAME'];
-  r.refuse(missing, `${missing} must be set with ${given}: set both or neither`);
+  r.refuse(missing, `must be set with ${given}: set both or neither`);
   return { username: null, password: null };
 }
 
@@ -51,7 +60,7 @@ function readCredentials(r: GroupReader): { username: string | null; password: s
 function readTls(r: GroupReader, hasCredentials: boolean): SmtpTls {
   const tls = r.read('SVC_SMTP_TLS', smtpTls, 'mandatory');
   if (tls === 'mandatory' || !hasCredentials) return tls;
-  r.refuseValue(
+  r.refuse(
     'SVC_SMTP_TLS',
     'must be mandatory when SVC_SMTP_USERNAME and SVC_SMTP_PASSWORD are set',
     tls,
@@ -60,6 +69,6 @@ function readTls(r: GroupReader, hasCredentials: boolean): SmtpTls {
 }
 
 function readRequired<T>(r: GroupReader, name: string, schema: Schema<T>): T | null {
-  if (!r.env.isSet(name)) r.refuse(name, `${name} is required when SVC_SMTP_HOST is set`);
+  if (!r.env.isSet(name)) r.refuse(name, 'is required when SVC_SMTP_HOST is set');
   return r.optional(name, schema);
 }

@@ -1,13 +1,12 @@
-import { parseEach, splitList } from './list.js';
 import { parseCount } from './numbers.js';
-import { accept, refuse, type Parsed } from './parsed.js';
+import { accept, parseList, refuse, type Parsed } from './parsed.js';
 
 /**
  * SVC_LIST_PAGE_SIZES: whole numbers above zero, each listed once, ascending (SPEC 8.2).
  * The cap is checked by the loader, which knows SVC_GRAPH_PAGE_CAP.
  */
 export function parsePageSizes(text: string): Parsed<number[]> {
-  const sizes = parseEach(splitList(text), parseCount);
+  const sizes = parseList(text, parseCount);
   if (!sizes.ok) return sizes;
   const list = sizes.value;
   if (list.length === 0) return refuse('must list at least one page size');

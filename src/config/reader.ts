@@ -1,27 +1,6 @@
 import * as v from 'valibot';
-import type { ConfigGroup, ConfigProblem, Env } from '../config.js';
-import type { Parsed } from './parsed.js';
-
-/** A valibot schema from one variable's text to its value. */
-export type Schema<T> = v.GenericSchema<string, T>;
-
-/**
- * Wraps a pure helper as a valibot schema. Each refusal becomes an issue whose `input`
- * is the part of the value to quote (a list's entry, or the whole value).
- */
-export function fromParser<T>(parse: (text: string) => Parsed<T>): Schema<T> {
-  return v.pipe(
-    v.string(),
-    v.rawTransform(({ dataset, addIssue, NEVER }) => {
-      const result = parse(dataset.value);
-      if (result.ok) return result.value;
-      for (const refusal of result.refusals) {
-        addIssue({ message: refusal.message, input: refusal.got ?? dataset.value });
-      }
-      return NEVER;
-    }),
-  );
-}
+import type { Schema } from './schemas.js';
+import type { ConfigGroup, ConfigProblem, Env } from './types.js';
 
 /** Variables whose values never appear in a problem message. */
 export const SECRET_VARIABLES: ReadonlySet<string> = new Set([
@@ -53,14 +32,17 @@ export class EnvReader {
     return this.problems.some((p) => p.variable === name);
   }
 
-  /** Records a problem; the message must start with the variable name. */
-  refuse(variable: string, group: ConfigGroup, message: string): void {
-    this.problems.push({ variable, group, message });
-  }
-
-  /** Records a broken rule for a value that parsed, quoting it unless it is secret. */
-  refuseValue(variable: string, group: ConfigGroup, rule: string, shown?: string): void {
-    this.refuse(variable, group, `${variable} ${rule}${this.quote(variable, shown)}`);
+  /**
+   * Records a problem, the one way any is made: `<variable> <rule>`, then the value (or the
+   * refused part of it) quoted as `(got "...")` when `shown` is given and not secret. The
+   * rule completes a sentence that starts with the variable name, as a parser's refusal does.
+   */
+  refuse(variable: string, group: ConfigGroup, rule: string, shown?: string): void {
+    const quoted =
+      shown === undefined || SECRET_VARIABLES.has(variable)
+        ? ''
+        : ` (got ${JSON.stringify(shown)})`;
+    this.problems.push({ variable, group, message: `${variable} ${rule}${quoted}` });
   }
 
   group(group: ConfigGroup): GroupReader {
@@ -74,15 +56,9 @@ export class EnvReader {
     const result = v.safeParse(schema, text);
     if (result.success) return result.output;
     for (const issue of result.issues) {
-      const shown = typeof issue.input === 'string' ? issue.input : text;
-      this.refuse(name, group, `${name} ${issue.message}${this.quote(name, shown)}`);
+      this.refuse(name, group, issue.message, typeof issue.input === 'string' ? issue.input : text);
     }
     return undefined;
-  }
-
-  private quote(name: string, shown: string | undefined): string {
-    if (shown === undefined || SECRET_VARIABLES.has(name)) return '';
-    return ` (got ${JSON.stringify(shown)})`;
   }
 }
 
@@ -110,12 +86,9 @@ export class GroupReader {
     return this.env.parse(name, this.group, schema) ?? null;
   }
 
-  refuse(name: string, message: string): void {
-    this.env.refuse(name, this.group, message);
-  }
-
-  refuseValue(name: string, rule: string, shown?: string): void {
-    this.env.refuseValue(name, this.group, rule, shown);
+  /** See EnvReader.refuse: `<name> <rule>`, quoting `shown` unless the variable is secret. */
+  refuse(name: string, rule: string, shown?: string): void {
+    this.env.refuse(name, this.group, rule, shown);
   }
 
   /** True when none of the variables was refused, so a rule tying them is worth checking. */
@@ -129,7 +102,7 @@ export class GroupReader {
    */
   refuseRelation(name: string, rule: string, defaultText: string): void {
     const written = this.env.text(name);
-    if (written !== undefined) this.refuseValue(name, rule, written);
-    else this.refuse(name, `${name} ${rule}; set it, since its default ${defaultText} breaks this`);
+    if (written !== undefined) this.refuse(name, rule, written);
+    else this.refuse(name, `${rule}; set it, since its default ${defaultText} breaks this`);
   }
 }

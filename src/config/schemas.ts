@@ -1,5 +1,4 @@
 import * as v from 'valibot';
-import type { SmtpTls } from '../config.js';
 import { parseCidrList } from './cidr.js';
 import { parseCorsOrigins } from './cors.js';
 import { parseDatabaseUrl } from './database-url.js';
@@ -10,10 +9,31 @@ import { parseHost, parseHostPort } from './host-port.js';
 import { parseLocale } from './locale.js';
 import { parseByteSize, parseCount, parsePort, parseWholeNumber } from './numbers.js';
 import { parsePageSizes } from './page-sizes.js';
-import { refuse } from './parsed.js';
-import { fromParser, type Schema } from './reader.js';
+import { refuse, type Parsed } from './parsed.js';
+import type { SmtpTls } from './types.js';
 import { parseBaseUrl, parsePublicUrl } from './urls.js';
 import { parseWebhookAllowList } from './webhook-hosts.js';
+
+/** A valibot schema from one variable's text to its value. */
+export type Schema<T> = v.GenericSchema<string, T>;
+
+/**
+ * Wraps a pure parser as a valibot schema. Each refusal becomes an issue whose `input`
+ * is the part of the value to quote (a list's entry, or the whole value).
+ */
+export function fromParser<T>(parse: (text: string) => Parsed<T>): Schema<T> {
+  return v.pipe(
+    v.string(),
+    v.rawTransform(({ dataset, addIssue, NEVER }) => {
+      const result = parse(dataset.value);
+      if (result.ok) return result.value;
+      for (const refusal of result.refusals) {
+        addIssue({ message: refusal.message, input: refusal.got ?? dataset.value });
+      }
+      return NEVER;
+    }),
+  );
+}
 
 // The valibot schema of every kind of variable, one place for the loader to pick from.
 

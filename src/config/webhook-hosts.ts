@@ -1,14 +1,8 @@
-import type { CidrRange, HostPort } from '../config.js';
 import { parseCidr } from './cidr.js';
 import { parseHostPort } from './host-port.js';
 import { parseIp } from './ip.js';
-import { parseEach, splitList } from './list.js';
-import { accept, mapParsed, refuse, type Parsed } from './parsed.js';
-
-export interface WebhookAllowList {
-  allowedCidrs: CidrRange[];
-  allowedHostPorts: HostPort[];
-}
+import { accept, mapParsed, parseList, refuse, type Parsed } from './parsed.js';
+import type { CidrRange, HostPort, WebhookAllowList } from './types.js';
 
 type Entry = { cidr: CidrRange } | { hostPort: HostPort };
 
@@ -30,7 +24,7 @@ export function parseWebhookHost(entry: string): Parsed<Entry> {
 }
 
 export function parseWebhookAllowList(text: string): Parsed<WebhookAllowList> {
-  const entries = parseEach(splitList(text), parseWebhookHost);
+  const entries = parseList(text, parseWebhookHost);
   if (!entries.ok) return entries;
   const allowedCidrs: CidrRange[] = [];
   const allowedHostPorts: HostPort[] = [];

@@ -3,17 +3,19 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, test } from '@jest/globals';
 import {
-  commandRecordProblems,
-  formatProblems,
   loadConfig,
-  problemsStoppingPluginCommands,
-  problemsStoppingServe,
-  requireDatabaseUrl,
   type Config,
   type ConfigGroup,
   type ConfigProblem,
   type Env,
 } from '../../src/config.js';
+import { requireDatabaseUrl } from '../../src/config/database-url.js';
+import {
+  commandRecordProblems,
+  formatProblems,
+  problemsStoppingPluginCommands,
+  problemsStoppingServe,
+} from '../../src/config/problems.js';
 
 /** Reads a value out of the config by a dotted path such as `graph.anonymous.perIp`. */
 function at(config: Config, path: string): unknown {

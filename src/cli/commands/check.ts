@@ -1,5 +1,6 @@
 import { defineCommand } from 'citty';
-import { formatProblems, type ConfigProblem } from '../../config.js';
+import type { ConfigProblem } from '../../config.js';
+import { formatProblems } from '../../config/problems.js';
 import {
   DEV_DATA_DIR,
   embeddedDatabaseDir,

@@ -1,5 +1,5 @@
 import { defineCommand } from 'citty';
-import { problemsStoppingServe } from '../../config.js';
+import { problemsStoppingServe } from '../../config/problems.js';
 import {
   DEV_DATA_DIR,
   embeddedDatabaseDir,

@@ -1,7 +1,8 @@
 import { defineCommand } from 'citty';
 import { createLogger } from '../../log.js';
 import { startService } from '../../server.js';
-import { databaseUrlOf, serveConfig } from '../config.js';
+import { requireDatabaseUrl } from '../../config/database-url.js';
+import { serveConfig } from '../config.js';
 import { untilSignal } from '../signals.js';
 
 export default defineCommand({
@@ -15,7 +16,7 @@ export default defineCommand({
     const signalled = untilSignal();
     const config = serveConfig();
     const log = createLogger();
-    const service = await startService({ config, log, databaseUrl: databaseUrlOf(config) });
+    const service = await startService({ config, log, databaseUrl: requireDatabaseUrl(config) });
     await signalled;
     await service.shutdown();
   },

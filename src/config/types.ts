@@ -1,0 +1,155 @@
+// The shape of the configuration: what loadConfig (src/config.ts) returns and what the
+// parsers in this folder produce. Types only, so every file may import them without a cycle.
+
+export type Env = Record<string, string | undefined>;
+
+/** A CIDR range, kept as text and as parsed bytes for matching. */
+export interface CidrRange {
+  /** As written by the operator, normalised (`127.0.0.1/32`, `::ffff:10.0.0.0/104` -> `10.0.0.0/8`). */
+  text: string;
+  /** Address family after unmapping IPv4-mapped ranges. */
+  family: 4 | 6;
+  /** Network address bytes (4 or 16). */
+  bytes: Uint8Array;
+  prefix: number;
+}
+
+export interface HostPort {
+  /**
+   * Lowercased name or IP address; IPv6 without brackets (`::1`). Empty only in SVC_ADDR
+   * `:8080`, meaning every interface: pass `undefined` as listen's host, so Node binds
+   * `::` or, without IPv6, `0.0.0.0`.
+   */
+  host: string;
+  port: number;
+}
+
+export type SmtpTls = 'mandatory' | 'opportunistic' | 'none';
+
+export interface MailConfig {
+  host: string;
+  port: number;
+  /** Both set or both null. */
+  username: string | null;
+  password: string | null;
+  from: string;
+  tls: SmtpTls;
+  /** `http(s)://host[:port]`, no trailing slash. */
+  publicUrl: string;
+  templateDir: string | null;
+}
+
+/** SVC_WEBHOOK_ALLOWED_HOSTS: its CIDR entries and its host:port entries. */
+export interface WebhookAllowList {
+  allowedCidrs: CidrRange[];
+  allowedHostPorts: HostPort[];
+}
+
+export interface Config {
+  server: {
+    /** Null when unset: `serve` refuses to start, `dev` starts an embedded database. */
+    databaseUrl: string | null;
+    addr: HostPort;
+    webDir: string | null;
+    trustedProxies: CidrRange[];
+    /**
+     * SVC_CORS_ORIGINS, canonical (`https://app.example.com`): other origins whose pages
+     * may use the graph with the session cookie. Empty: no CORS answers at all.
+     */
+    corsOrigins: string[];
+    devGraphiql: boolean;
+  };
+  /** Null without SVC_SMTP_HOST: no mail is sent. */
+  mail: MailConfig | null;
+  invitations: {
+    inviteTtlMs: number;
+    resetTtlMs: number;
+    resetAttempts: number;
+    resetLinks: number;
+    resetCooldownMs: number;
+  };
+  workspaces: {
+    /** 0 stops recording at once. */
+    machineGraceMs: number;
+    held: number;
+    refreshMs: number;
+  };
+  graph: {
+    pageSize: number;
+    pageCap: number;
+    toastMs: number;
+    listPageSizes: number[];
+    listPageSize: number;
+    formatLocale: string;
+    operationsPerUser: number;
+    streamsPerUser: number;
+    operationTimeoutMs: number;
+    bodyMaxBytes: number;
+    uploadMaxBytes: number;
+    streamLifetimeMs: number;
+    retryAfterMs: number;
+    anonymous: {
+      maxBytes: number;
+      maxTokens: number;
+      queryMaxBytes: number;
+      answerMaxBytes: number;
+      perIp: number;
+      ceiling: number;
+    };
+  };
+  http: {
+    readHeaderTimeoutMs: number;
+    readTimeoutMs: number;
+    idleTimeoutMs: number;
+    shutdownGraceMs: number;
+    shutdownCancelGraceMs: number;
+    shutdownStopGraceMs: number;
+  };
+  webhooks: WebhookAllowList;
+  chat: {
+    verifyToken: string | null;
+    appSecret: string | null;
+    accessToken: string | null;
+    phoneNumberId: string | null;
+    graphUrl: string;
+    mediaMaxBytes: number;
+    /** 32 bytes, or null when unset. */
+    credentialsKey: Buffer | null;
+  };
+  fields: {
+    entriesMax: number;
+  };
+  /** Read only by commands; `serve` ignores them (SPEC 8.2 "Command records"). */
+  commands: {
+    recordTimeoutMs: number;
+    recordsLimit: number;
+    tokenTtlDays: number;
+  };
+}
+
+/** The groups of SPEC 8.2, used to decide which commands a refused value stops. */
+export type ConfigGroup =
+  | 'server'
+  | 'mail'
+  | 'invitations'
+  | 'workspaces'
+  | 'graph-lists'
+  | 'graph-limits'
+  | 'http'
+  | 'webhooks'
+  | 'chat'
+  | 'fields'
+  | 'commands';
+
+export interface ConfigProblem {
+  variable: string;
+  group: ConfigGroup;
+  /** A full sentence naming the variable, never echoing a secret. */
+  message: string;
+}
+
+export interface LoadedConfig {
+  /** Every value; a refused one falls back to its default (or null) so commands that ignore it can run. */
+  config: Config;
+  problems: ConfigProblem[];
+}
