@@ -1,3 +1,4 @@
+import ipaddr from 'ipaddr.js';
 import { formatIp, ipFromBytes, parseIp, unmapIpv4, type IpAddress } from './ip.js';
 import { accept, parseList, refuse, type Parsed } from './parsed.js';
 import type { CidrRange } from './types.js';
@@ -28,18 +29,25 @@ export function parseCidr(text: string): Parsed<CidrRange> {
   return accept(toRange(ipv4, prefix - 96));
 }
 
+/** The range's network address: ipaddr.js masks the host bits. */
 function toRange(address: IpAddress, prefix: number): CidrRange {
-  const bytes = Uint8Array.from(address.toByteArray());
-  maskHostBits(bytes, prefix);
+  const cidr = `${formatIp(address)}/${prefix}`;
+  const network =
+    address.kind() === 'ipv4'
+      ? ipaddr.IPv4.networkAddressFromCIDR(cidr)
+      : ipaddr.IPv6.networkAddressFromCIDR(cidr);
+  const bytes = Uint8Array.from(network.toByteArray());
   const family = bytes.length === 4 ? 4 : 6;
-  return { text: `${formatIp(ipFromBytes(bytes))}/${prefix}`, family, bytes, prefix };
+  return { text: `${formatIp(network)}/${prefix}`, family, bytes, prefix };
 }
 
-function maskHostBits(bytes: Uint8Array, prefix: number): void {
-  for (let i = 0; i < bytes.length; i++) {
-    const kept = Math.min(8, Math.max(0, prefix - i * 8));
-    bytes[i] = (bytes[i] ?? 0) & ((0xff << (8 - kept)) & 0xff);
-  }
+/**
+ * Whether `ip` lies in `range`, by ipaddr.js's match. An address of the other family lies
+ * in no range: the caller unmaps IPv4-mapped addresses first, as parseCidr unmaps ranges.
+ */
+export function rangeContains(range: CidrRange, ip: IpAddress): boolean {
+  const network = ipFromBytes(range.bytes);
+  return ip.kind() === network.kind() && ip.match(network, range.prefix);
 }
 
 /** Comma-separated CIDR ranges (SVC_TRUSTED_PROXIES). */

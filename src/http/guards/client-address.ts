@@ -1,21 +1,11 @@
 import type { CidrRange } from '../../config.js';
+import { rangeContains } from '../../config/cidr.js';
 import { formatIp, parseIp, unmapIpv4, type IpAddress } from '../../config/ip.js';
 
 /** An address as written, with an IPv4-mapped IPv6 address (`::ffff:10.1.2.3`) unmapped. */
 function readAddress(text: string): IpAddress | null {
   const ip = parseIp(text);
   return ip && (unmapIpv4(ip) ?? ip);
-}
-
-function rangeContains(range: CidrRange, ip: IpAddress): boolean {
-  const bytes = ip.toByteArray();
-  if (bytes.length !== range.bytes.length) return false;
-  for (let i = 0; i * 8 < range.prefix; i++) {
-    const kept = Math.min(8, range.prefix - i * 8);
-    const mask = (0xff << (8 - kept)) & 0xff;
-    if (((bytes[i] ?? 0) & mask) !== (range.bytes[i] ?? 0)) return false;
-  }
-  return true;
 }
 
 /**
@@ -63,7 +53,8 @@ function forwardedHops(forwardedFor: string | string[]): string[] {
  * (the nearest trusted proxy), so junk never chooses the address. Addresses are answered
  * unmapped and in canonical form (`::ffff:10.1.2.3` -> `10.1.2.3`, `2001:DB8::1` ->
  * `2001:db8::1`), so one client has one key. A peer Node could not name (a socket already
- * gone) answers `''`; a peer that does not parse answers as given.
+ * gone) answers `''`; a peer that does not parse answers as given. Not proxy-addr's walk,
+ * whose answers differ on malformed, ported and non-canonical hops (docs/decisions.md).
  */
 export function clientAddress(
   peer: string | undefined,
