@@ -192,6 +192,7 @@ describe('svc token:create', () => {
 
   test('a record that outlasts SVC_COMMAND_RECORD_TIMEOUT: exit 1, the token stays', async () => {
     const conn = await db.database.sql.reserve();
+    let secret = '';
     try {
       await conn`begin`;
       await conn`lock table account_records in access exclusive mode`;
@@ -203,13 +204,21 @@ describe('svc token:create', () => {
         'but its account-change record was not stored within 300ms (SVC_COMMAND_RECORD_TIMEOUT); the change stays',
       );
       // The secret was still shown: the token exists and is usable.
-      expect(result.stdout).toMatch(/^a1_/);
+      expect(result.stdout).toMatch(/^a1_[A-Za-z0-9_-]+\n$/);
+      secret = result.stdout.trim();
     } finally {
       await conn`rollback`;
       conn.release();
     }
-    expect(await tokenNamed('slow-record')).toBeDefined();
+    expect(await tokenNamed('slow-record')).toMatchObject({ name: 'slow-record' });
     expect(await recordsAbout('slow-record')).toEqual([]);
+    const service = await startTestService({ db });
+    try {
+      const me = await service.graph('{ me { email } }', {}, bearer(secret));
+      expect(me.body).toEqual({ data: { me: { email: owner.email } } });
+    } finally {
+      await service.stop();
+    }
   });
 });
 

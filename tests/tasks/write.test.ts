@@ -385,8 +385,19 @@ describe('write scope', () => {
   });
 
   test('a token scoped tasks:write creates', async () => {
-    const { headers } = await member(['tasks:write']);
-    await created({ title: 'Allowed' }, headers);
+    const name = `writer ${randomUUID()}`;
+    const { user, headers } = await member(['tasks:write'], name);
+    const task = await created({ title: 'Allowed' }, headers);
+    expect(task).toMatchObject({
+      title: 'Allowed',
+      status: 'open',
+      assigneeId: user.id,
+      originSource: `token:${name}`,
+    });
+    const stored = await storedTasks(db, svc.workspace);
+    expect(stored.filter((row) => row.id === task.id)).toEqual([
+      expect.objectContaining({ title: 'Allowed', assignee_id: user.id }),
+    ]);
   });
 
   test('an anonymous caller is refused', async () => {
