@@ -173,6 +173,15 @@ export async function findContact(
   return row;
 }
 
+/** Whether the workspace holds a contact of this id (other domains check links with it). */
+export async function contactExists(db: Db, workspaceId: string, id: string): Promise<boolean> {
+  const [row] = await db
+    .select({ id: contacts.id })
+    .from(contacts)
+    .where(and(eq(contacts.workspaceId, workspaceId), eq(contacts.id, id)));
+  return row !== undefined;
+}
+
 /** Contacts by id, in one read; absent ids are left out. */
 export function selectContacts(db: Db, workspaceId: string, ids: readonly string[]) {
   return db

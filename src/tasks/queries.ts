@@ -1,7 +1,5 @@
 import { and, asc, eq, gt, inArray, isNull, lt, or, sql, type SQL } from 'drizzle-orm';
-import { contacts } from '../contacts/tables.js';
 import type { Db } from '../db/client.js';
-import { users } from '../users/tables.js';
 import { tasks, type Task } from './tables.js';
 
 export type NewTaskRow = typeof tasks.$inferInsert;
@@ -74,30 +72,6 @@ export async function updateTaskRow(
     .where(and(eq(tasks.workspaceId, workspaceId), eq(tasks.id, id)))
     .returning();
   return row as Task;
-}
-
-export async function userExists(db: Db, workspaceId: string, id: string): Promise<boolean> {
-  const [row] = await db
-    .select({ id: users.id })
-    .from(users)
-    .where(and(eq(users.workspaceId, workspaceId), eq(users.id, id)));
-  return row !== undefined;
-}
-
-export async function contactExists(db: Db, workspaceId: string, id: string): Promise<boolean> {
-  const [row] = await db
-    .select({ id: contacts.id })
-    .from(contacts)
-    .where(and(eq(contacts.workspaceId, workspaceId), eq(contacts.id, id)));
-  return row !== undefined;
-}
-
-/** Contacts of the workspace by id, in any order (the loader puts them in key order). */
-export function selectContacts(db: Db, workspaceId: string, ids: readonly string[]) {
-  return db
-    .select()
-    .from(contacts)
-    .where(and(eq(contacts.workspaceId, workspaceId), inArray(contacts.id, [...ids])));
 }
 
 export type ListFilter =

@@ -1,3 +1,4 @@
+import { contactExists } from '../contacts/queries.js';
 import type { Context } from '../context.js';
 import type { Db } from '../db/client.js';
 import { refuse } from '../errors.js';
@@ -6,15 +7,13 @@ import { recordEvent } from '../events/service.js';
 import { toConnection, type Connection } from '../graph/connection.js';
 import { decodeCursor, encodeCursor } from '../graph/cursor.js';
 import { pageSize } from '../graph/paging.js';
-import { workspaceOf } from '../users/service.js';
+import { userExists, workspaceOf } from '../users/service.js';
 import {
-  contactExists,
   findTask,
   findTaskByOrigin,
   insertTaskOnce,
   selectAssigneeTasks,
   updateTaskRow,
-  userExists,
   type ListFilter,
   type TaskChanges,
 } from './queries.js';

@@ -22,6 +22,15 @@ export async function findUser(db: Db, workspaceId: string, id: string): Promise
   return row;
 }
 
+/** Whether the workspace holds an account of this id (other domains check links with it). */
+export async function userExists(db: Db, workspaceId: string, id: string): Promise<boolean> {
+  const [row] = await db
+    .select({ id: users.id })
+    .from(users)
+    .where(and(eq(users.workspaceId, workspaceId), eq(users.id, id)));
+  return row !== undefined;
+}
+
 export async function getUser(ctx: Context, id: string): Promise<User> {
   const user = await findUser(ctx.database.db, workspaceOf(ctx), id);
   if (!user) throw refuse('user_not_found');

@@ -1,4 +1,4 @@
-import { and, asc, desc, eq, isNull, sql, type SQL } from 'drizzle-orm';
+import { and, asc, eq, isNull, sql, type SQL } from 'drizzle-orm';
 import type { Context } from '../context.js';
 import { refuse } from '../errors.js';
 import { toConnection, type Connection } from '../graph/connection.js';
@@ -7,7 +7,7 @@ import { pageSize } from '../graph/paging.js';
 import type { LoadedPlugin } from '../plugin-host/host.js';
 import { judgeRegistration, parseWebhookUrl } from './address.js';
 import { createSecret } from './signing.js';
-import { webhookDeliveries, webhooks, type Webhook, type WebhookDelivery } from './tables.js';
+import { webhookDeliveries, webhooks, type Webhook } from './tables.js';
 
 /** Core event names (docs/events.md) and the chat plugin's (SPEC 6). */
 export const CORE_EVENT_NAMES = [
@@ -166,25 +166,4 @@ export async function deleteWebhook(ctx: Context, id: string): Promise<boolean> 
       );
     return true;
   });
-}
-
-/** The latest deliveries of one webhook, newest first. */
-export function recentDeliveries(
-  ctx: Context,
-  webhook: Webhook,
-  first: number,
-  status: string | null,
-): Promise<WebhookDelivery[]> {
-  return ctx.database.db
-    .select()
-    .from(webhookDeliveries)
-    .where(
-      and(
-        eq(webhookDeliveries.workspaceId, webhook.workspaceId),
-        eq(webhookDeliveries.webhookId, webhook.id),
-        status ? eq(webhookDeliveries.status, status as WebhookDelivery['status']) : undefined,
-      ),
-    )
-    .orderBy(desc(webhookDeliveries.createdAt), desc(webhookDeliveries.id))
-    .limit(first);
 }
