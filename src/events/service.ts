@@ -1,16 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
+import { enqueueDeliveries } from '../webhooks/outbox.js';
 import { withSubject } from './subject.js';
 import { events } from './tables.js';
 
 /** The NOTIFY channel events are announced on; the payload names the row. */
 export const EVENTS_CHANNEL = 'svc_events';
-/**
- * Announced (empty payload) at commit when an event enqueued webhook deliveries, so every
- * process's webhook worker claims them at once instead of at its next poll.
- */
-export const DELIVERIES_CHANNEL = 'svc_webhook_deliveries';
 
 export interface NewEvent {
   workspaceId: string;
@@ -44,10 +40,11 @@ export interface EventNotice {
 }
 
 /**
- * Records an event in the caller's transaction (`db` is the transaction) and announces it
- * with NOTIFY, which PostgreSQL delivers to every listening process only at commit: a
- * rolled-back write announces nothing. `data` always carries the subject's id (see
- * `withSubject`), for core and plugin events alike.
+ * Records an event in the caller's transaction (`db` is the transaction), with its
+ * webhook deliveries, and announces it with NOTIFY, which PostgreSQL delivers to every
+ * listening process only at commit: a rolled-back write announces and delivers nothing.
+ * `data` always carries the subject's id (see `withSubject`), for core and plugin events
+ * alike.
  */
 export async function recordEvent(db: Db, event: NewEvent): Promise<string> {
   const id = randomUUID();
@@ -72,18 +69,9 @@ export async function recordEvent(db: Db, event: NewEvent): Promise<string> {
     subjectId: event.subjectId,
     at: (row?.at ?? new Date()).toISOString(),
   };
-  // Outbox: one delivery per live subscription listing the name, in the same transaction,
-  // and both announcements, in one statement (a data-modifying WITH runs exactly once).
-  await db.execute(sql`
-    with enqueued as (
-      insert into webhook_deliveries (workspace_id, webhook_id, event_id)
-      select workspace_id, id, ${id}::uuid from webhooks
-      where workspace_id = ${event.workspaceId}::uuid and deleted_at is null
-        and ${event.name} = any(events)
-      on conflict do nothing
-      returning 1
-    )
-    select pg_notify(${EVENTS_CHANNEL}, ${JSON.stringify(notice)}),
-      case when exists (select 1 from enqueued) then pg_notify(${DELIVERIES_CHANNEL}, '') end`);
+  // Outbox: the webhooks domain enqueues the event's deliveries (and wakes its workers) in
+  // this same transaction, so the event and its deliveries commit together.
+  await enqueueDeliveries(db, { workspaceId: event.workspaceId, id, name: event.name });
+  await db.execute(sql`select pg_notify(${EVENTS_CHANNEL}, ${JSON.stringify(notice)})`);
   return id;
 }

@@ -1,8 +1,16 @@
 import type { Config } from '../config.js';
 import type { Database } from '../db/client.js';
-import { DELIVERIES_CHANNEL } from '../events/service.js';
+import { selectEnvelopes, type EventEnvelope } from '../events/queries.js';
 import type { Logger } from '../log.js';
 import { refusalCause } from './address.js';
+import {
+  claimDueDeliveries,
+  DELIVERIES_CHANNEL,
+  dropDelivery,
+  recordDelivered,
+  recordFailedAttempt,
+  type ClaimedDelivery,
+} from './outbox.js';
 import { DELIVERY_TIMEOUT_MS, sendOnce, type SendOptions } from './send.js';
 import { SIGNATURE_HEADER, signBody, standardHeaders } from './signing.js';
 
@@ -41,27 +49,16 @@ export interface WebhookWorker {
   stop(): Promise<void>;
 }
 
-interface Claimed {
-  workspace_id: string;
-  id: string;
-  webhook_id: string;
-  event_id: string;
-  attempts: number;
-  /** postgres.js may hand timestamps over as text; read through `new Date`. */
-  first_attempt_at: Date | string;
-  url: string;
-  secret: string;
-  deleted_at: Date | null;
-  name: string;
-  at: Date | string;
-  data: Record<string, unknown>;
-}
+/** A claimed delivery and the event it carries. */
+type Claimed = ClaimedDelivery & { event: EventEnvelope };
 
 /**
  * Delivers webhook_deliveries (SPEC 3, 6). Each claim is one statement, so one short
  * transaction: due rows are locked FOR UPDATE SKIP LOCKED and their next_attempt_at pushed
  * past the attempt's timeout, so no other process claims the same attempt, and a process
- * killed mid-attempt leaves the row to be retried after the lease. Each claimed delivery
+ * killed mid-attempt leaves the row to be retried after the lease (claimDueDeliveries).
+ * The claimed deliveries' events are then read in one statement of the events domain's
+ * (events never change once recorded). Each claimed delivery
  * runs on its own; at most `concurrency` are in flight, and at most PER_WEBHOOK of them to
  * one webhook, so a hanging receiver always leaves slots to the others.
  */
@@ -80,54 +77,37 @@ export function startWebhookWorker(options: WorkerOptions): WebhookWorker {
   /** Sends in flight per webhook: one receiver never holds more than PER_WEBHOOK slots. */
   const busy = new Map<string, number>();
 
+  /** Claims due deliveries and reads their events (the events domain's rows). */
   async function claim(limit: number): Promise<Claimed[]> {
-    const ids = [...busy.keys()];
-    const used = ids.map((id) => busy.get(id) ?? 0);
-    return sql<Claimed[]>`
-      with candidates as (
-        select workspace_id, id, next_attempt_at from (
-          select d.workspace_id, d.id, d.next_attempt_at, coalesce(u.used, 0) as used,
-                 row_number() over (partition by d.workspace_id, d.webhook_id
-                                    order by d.next_attempt_at, d.id) as nth
-          from webhook_deliveries d
-          left join unnest(${ids}::uuid[], ${used}::int[]) as u(webhook_id, used)
-            on u.webhook_id = d.webhook_id
-          where d.status = 'pending' and d.next_attempt_at <= now()
-        ) ranked
-        where nth <= ${PER_WEBHOOK} - used
-        order by next_attempt_at
-        limit ${limit}
-      ), due as (
-        select d.workspace_id, d.id from webhook_deliveries d
-        join candidates c on c.workspace_id = d.workspace_id and c.id = d.id
-        where d.status = 'pending' and d.next_attempt_at <= now()
-        for update of d skip locked
-      ), claimed as (
-        update webhook_deliveries d
-        set next_attempt_at = now() + ${`${CLAIM_LEASE_MS} milliseconds`}::interval,
-            first_attempt_at = coalesce(d.first_attempt_at, now())
-        from due
-        where d.workspace_id = due.workspace_id and d.id = due.id
-        returning d.workspace_id, d.id, d.webhook_id, d.event_id, d.attempts, d.first_attempt_at
-      )
-      select c.*, w.url, w.secret, w.deleted_at, e.name, e.at, e.data
-      from claimed c
-      join webhooks w on w.workspace_id = c.workspace_id and w.id = c.webhook_id
-      join events e on e.workspace_id = c.workspace_id and e.id = c.event_id`;
+    const claimed = await claimDueDeliveries(database.db, {
+      limit,
+      inFlight: busy,
+      perWebhook: PER_WEBHOOK,
+      leaseMs: CLAIM_LEASE_MS,
+    });
+    const envelopes = await selectEnvelopes(
+      database.db,
+      claimed.map((row) => ({ workspaceId: row.workspaceId, id: row.eventId })),
+    );
+    const byKey = new Map(envelopes.map((e) => [`${e.workspaceId}/${e.id}`, e]));
+    // A delivery whose event is gone is left to its lease, as the join it replaces did.
+    return claimed.flatMap((row) => {
+      const event = byKey.get(`${row.workspaceId}/${row.eventId}`);
+      return event ? [{ ...row, event }] : [];
+    });
   }
 
   async function deliver(row: Claimed): Promise<void> {
-    if (row.deleted_at) {
-      await sql`update webhook_deliveries set status = 'failed', last_error = 'webhook deleted'
-        where workspace_id = ${row.workspace_id} and id = ${row.id}`;
+    if (row.deletedAt) {
+      await dropDelivery(database.db, row);
       return;
     }
     const body = Buffer.from(
       JSON.stringify({
-        id: row.event_id,
-        name: row.name,
-        at: new Date(row.at).toISOString(),
-        data: row.data,
+        id: row.eventId,
+        name: row.event.name,
+        at: row.event.at.toISOString(),
+        data: row.event.data,
       }),
     );
     const outcome = await sendOnce({
@@ -139,23 +119,20 @@ export function startWebhookWorker(options: WorkerOptions): WebhookWorker {
         [SIGNATURE_HEADER]: signBody(row.secret, body),
         // Standard Webhooks: webhook-id is the delivery's id, the same on every retry.
         ...standardHeaders(row.secret, row.id, Math.floor(Date.now() / 1000), body),
-        'X-Webhook-Id': row.event_id,
-        'X-Webhook-Event': row.name,
+        'X-Webhook-Id': row.eventId,
+        'X-Webhook-Event': row.event.name,
         'user-agent': 'svc-webhooks',
       },
     });
     if (outcome.kind === 'answered' && outcome.status >= 200 && outcome.status < 300) {
-      await sql`update webhook_deliveries
-        set status = 'delivered', attempts = attempts + 1, last_status = ${outcome.status},
-            last_error = null, delivered_at = now()
-        where workspace_id = ${row.workspace_id} and id = ${row.id}`;
+      await recordDelivered(database.db, row, outcome.status);
       return;
     }
     let error: string;
     if (outcome.kind === 'refused') {
       const cause = refusalCause(outcome);
       log.warn(
-        { webhookId: row.webhook_id, host: outcome.host, address: outcome.address },
+        { webhookId: row.webhookId, host: outcome.host, address: outcome.address },
         `webhook delivery refused: ${outcome.host} resolves to ${outcome.address}, ${cause}`,
       );
       error = `address refused: ${outcome.host} (${outcome.address}), ${cause}`;
@@ -164,14 +141,13 @@ export function startWebhookWorker(options: WorkerOptions): WebhookWorker {
     } else error = outcome.message;
     const attempts = row.attempts + 1;
     const next = Date.now() + retryDelayMs(attempts);
-    const giveUp = next > new Date(row.first_attempt_at).getTime() + RETRY_WINDOW_MS;
-    await sql`update webhook_deliveries
-      set attempts = ${attempts},
-          last_status = ${outcome.kind === 'answered' ? outcome.status : null},
-          last_error = ${error},
-          status = ${giveUp ? 'failed' : 'pending'},
-          next_attempt_at = ${new Date(next).toISOString()}::timestamptz
-      where workspace_id = ${row.workspace_id} and id = ${row.id}`;
+    await recordFailedAttempt(database.db, row, {
+      attempts,
+      lastStatus: outcome.kind === 'answered' ? outcome.status : null,
+      lastError: error,
+      giveUp: next > row.firstAttemptAt.getTime() + RETRY_WINDOW_MS,
+      nextAttemptAt: new Date(next),
+    });
   }
 
   async function tick(): Promise<void> {
@@ -188,16 +164,16 @@ export function startWebhookWorker(options: WorkerOptions): WebhookWorker {
         if (room <= 0 || stopped) break;
         const rows = await claim(room);
         for (const row of rows) {
-          busy.set(row.webhook_id, (busy.get(row.webhook_id) ?? 0) + 1);
+          busy.set(row.webhookId, (busy.get(row.webhookId) ?? 0) + 1);
           const job: Promise<void> = deliver(row)
             .catch((error: unknown) =>
               log.error({ err: error, deliveryId: row.id }, 'webhook delivery failed to record'),
             )
             .finally(() => {
               inFlight.delete(job);
-              const left = (busy.get(row.webhook_id) ?? 1) - 1;
-              if (left > 0) busy.set(row.webhook_id, left);
-              else busy.delete(row.webhook_id);
+              const left = (busy.get(row.webhookId) ?? 1) - 1;
+              if (left > 0) busy.set(row.webhookId, left);
+              else busy.delete(row.webhookId);
               void tick();
             });
           inFlight.add(job);

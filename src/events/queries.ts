@@ -1,0 +1,29 @@
+import { and, eq, or } from 'drizzle-orm';
+import type { Db } from '../db/client.js';
+import { events, type Event } from './tables.js';
+
+/** What an event's webhook envelope carries (docs/events.md). */
+export type EventEnvelope = Pick<Event, 'workspaceId' | 'id' | 'name' | 'at' | 'data'>;
+
+/**
+ * Events by (workspace, id) in one read, for the webhook worker's envelopes; absent ones
+ * are left out.
+ */
+export async function selectEnvelopes(
+  db: Db,
+  keys: readonly { workspaceId: string; id: string }[],
+): Promise<EventEnvelope[]> {
+  if (keys.length === 0) return [];
+  return db
+    .select({
+      workspaceId: events.workspaceId,
+      id: events.id,
+      name: events.name,
+      at: events.at,
+      data: events.data,
+    })
+    .from(events)
+    .where(
+      or(...keys.map((key) => and(eq(events.workspaceId, key.workspaceId), eq(events.id, key.id)))),
+    );
+}

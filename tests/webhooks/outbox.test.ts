@@ -1,0 +1,123 @@
+// The webhooks domain's outbox (src/webhooks/outbox.ts): what recordEvent enqueues in the
+// event's transaction, and what one claim takes.
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { and, eq } from 'drizzle-orm';
+import { randomUUID } from 'node:crypto';
+import type { Db } from '../../src/db/client.js';
+import { claimDueDeliveries, enqueueDeliveries } from '../../src/webhooks/outbox.js';
+import { webhookDeliveries, webhooks, type Webhook } from '../../src/webhooks/tables.js';
+import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { createWorkspace } from '../support/factories.js';
+
+// No service: no worker claims the rows written here.
+let testDb: TestDatabase;
+let db: Db;
+
+beforeAll(async () => {
+  testDb = await createTestDatabase();
+  db = testDb.database.db;
+});
+
+afterAll(() => testDb.drop());
+
+async function insertWebhook(
+  workspaceId: string,
+  events: string[],
+  deleted = false,
+): Promise<Webhook> {
+  const [row] = await db
+    .insert(webhooks)
+    .values({
+      workspaceId,
+      url: 'https://hooks.example.com/in',
+      events,
+      secret: 'whsec_test',
+      deletedAt: deleted ? new Date() : null,
+    })
+    .returning();
+  return row!;
+}
+
+function deliveriesOf(eventId: string) {
+  return db
+    .select({ webhookId: webhookDeliveries.webhookId })
+    .from(webhookDeliveries)
+    .where(eq(webhookDeliveries.eventId, eventId));
+}
+
+describe('enqueueDeliveries', () => {
+  test('enqueues for the live subscriptions of the workspace listing the name only', async () => {
+    const workspace = await createWorkspace(db);
+    const other = await createWorkspace(db);
+    const listing = await insertWebhook(workspace.id, ['task.created', 'task.updated']);
+    await insertWebhook(workspace.id, ['task.updated']);
+    await insertWebhook(workspace.id, ['task.created'], true);
+    await insertWebhook(other.id, ['task.created']);
+    const eventId = randomUUID();
+    await db.transaction((tx) =>
+      enqueueDeliveries(tx as never, {
+        workspaceId: workspace.id,
+        id: eventId,
+        name: 'task.created',
+      }),
+    );
+    expect(await deliveriesOf(eventId)).toEqual([{ webhookId: listing.id }]);
+  });
+
+  test('enqueues nothing when the transaction rolls back', async () => {
+    const workspace = await createWorkspace(db);
+    await insertWebhook(workspace.id, ['task.created']);
+    const eventId = randomUUID();
+    await expect(
+      db.transaction(async (tx) => {
+        await enqueueDeliveries(tx as never, {
+          workspaceId: workspace.id,
+          id: eventId,
+          name: 'task.created',
+        });
+        throw new Error('rolled back');
+      }),
+    ).rejects.toThrow('rolled back');
+    expect(await deliveriesOf(eventId)).toEqual([]);
+  });
+});
+
+describe('claimDueDeliveries', () => {
+  test('takes each webhook’s room at most, pushes the lease ahead, and skips what it took', async () => {
+    const workspace = await createWorkspace(db);
+    const busy = await insertWebhook(workspace.id, ['contact.created']);
+    const idle = await insertWebhook(workspace.id, ['contact.created']);
+    for (let i = 0; i < 3; i += 1) {
+      await enqueueDeliveries(db, {
+        workspaceId: workspace.id,
+        id: randomUUID(),
+        name: 'contact.created',
+      });
+    }
+    const options = { limit: 10, perWebhook: 2, leaseMs: 60_000 };
+    const claimed = await claimDueDeliveries(db, { ...options, inFlight: new Map([[busy.id, 1]]) });
+    const count = (webhookId: string) => claimed.filter((d) => d.webhookId === webhookId).length;
+    expect(count(busy.id)).toBe(1);
+    expect(count(idle.id)).toBe(2);
+    for (const delivery of claimed) {
+      expect(delivery).toMatchObject({ url: busy.url, secret: 'whsec_test', deletedAt: null });
+      expect(delivery.firstAttemptAt).toBeInstanceOf(Date);
+      const [row] = await db
+        .select({ nextAttemptAt: webhookDeliveries.nextAttemptAt })
+        .from(webhookDeliveries)
+        .where(
+          and(
+            eq(webhookDeliveries.workspaceId, delivery.workspaceId),
+            eq(webhookDeliveries.id, delivery.id),
+          ),
+        );
+      expect(row!.nextAttemptAt.getTime()).toBeGreaterThan(Date.now() + 50_000);
+    }
+    // What the first claim leased is not due: the rest of each webhook's rows are.
+    const again = await claimDueDeliveries(db, { ...options, inFlight: new Map() });
+    const left = again.filter((d) => d.workspaceId === workspace.id);
+    expect(left.filter((d) => d.webhookId === busy.id)).toHaveLength(2);
+    expect(left.filter((d) => d.webhookId === idle.id)).toHaveLength(1);
+    expect(left.some((d) => claimed.some((c) => c.id === d.id))).toBe(false);
+  });
+});
