@@ -17,9 +17,9 @@ import { buildCatalogue } from '../../src/auth/access.js';
 import { parseSecret, secretMatches } from '../../src/auth/secrets.js';
 import { createApiToken } from '../../src/auth/tokens.js';
 import { createDatabase } from '../../src/db/client.js';
-import { decodeCursor, encodeCursor } from '../../src/graph/cursor.js';
 import { migrate, seed } from './scale-data.js';
 import { freePort, load, report, scratchDatabase, startServe, type LoadResult } from './support.js';
+import { decodeCursor, encodeCursor } from '../../src/paging/index.js';
 
 const CONTACTS = Number(process.env.BENCH_CONTACTS ?? 1_000_000);
 const TASKS = Number(process.env.BENCH_TASKS ?? CONTACTS);

@@ -1,14 +1,13 @@
 import type { Context } from '../context.js';
 import { refuse } from '../errors.js';
 import { builder } from '../graph/builder.js';
-import { connectionOf, toConnection, type Connection } from '../graph/connection.js';
-import { decodeCursor, encodeCursor } from '../graph/cursor.js';
-import { pageSize } from '../graph/paging.js';
+import { connectionOf } from '../graph/connection.js';
 import { EVERY_AREA } from './access.js';
 import type { ApiToken } from './tables.js';
 import { createApiToken, pageApiTokens, revokeApiToken } from './tokens.js';
 import { limited } from '../graph/input-limits.js';
 import { TEXT_MAX } from '../limits.js';
+import { decodeCursor, encodeCursor, pageSize, toPage, type Page } from '../paging/index.js';
 
 /** The signed-in caller, for fields whose guard already demanded one. */
 function callerOf(ctx: Context) {
@@ -20,11 +19,11 @@ function callerOf(ctx: Context) {
 async function listOwnApiTokens(
   ctx: Context,
   args: { first?: number | null; after?: string | null },
-): Promise<Connection<ApiToken>> {
+): Promise<Page<ApiToken>> {
   const size = pageSize(args.first, ctx.config);
   const afterId = args.after ? (decodeCursor('apiTokens', args.after, 1)[0] as string) : null;
   const rows = await pageApiTokens(ctx.database.db, callerOf(ctx), { size, afterId });
-  return toConnection(rows, size, (token) => encodeCursor('apiTokens', [token.id]));
+  return toPage(rows, size, (token) => encodeCursor('apiTokens', [token.id]));
 }
 
 /** A token held to every area (minted without scopes, or from before scopes existed). */

@@ -3,9 +3,6 @@ import type { Db } from '../db/client.js';
 import { refuse } from '../errors.js';
 import { checkText, IDENTITIES_PER_CONTACT, IDENTITIES_PER_REQUEST, TEXT_MAX } from '../limits.js';
 import { recordEvent } from '../events/service.js';
-import { toConnection, type Connection } from '../graph/connection.js';
-import { decodeCursor, encodeCursor } from '../graph/cursor.js';
-import { pageSize } from '../graph/paging.js';
 import { workspaceOf } from '../users/service.js';
 import {
   channelName,
@@ -33,6 +30,7 @@ import {
   type SortOrder,
 } from './queries.js';
 import type { Contact, ContactIdentity } from './tables.js';
+import { decodeCursor, encodeCursor, pageSize, toPage, type Page } from '../paging/index.js';
 
 export interface ContactPage {
   items: Contact[];
@@ -238,7 +236,7 @@ function filterOf(args: { q?: string | null; channels?: readonly string[] | null
 export async function listContacts(
   ctx: Context,
   args: { q?: string | null; first?: number | null; after?: string | null },
-): Promise<Connection<Contact>> {
+): Promise<Page<Contact>> {
   const size = pageSize(args.first, ctx.config);
   let after = null;
   if (args.after) {
@@ -253,7 +251,7 @@ export async function listContacts(
     after,
     size + 1,
   );
-  return toConnection(rows, size, (row) => encodeCursor('contacts', [row.sortName, row.id]));
+  return toPage(rows, size, (row) => encodeCursor('contacts', [row.sortName, row.id]));
 }
 
 /**

@@ -1,16 +1,9 @@
 import type { ObjectRef } from '@pothos/core';
+import type { Page, PageInfo } from '../paging/index.js';
 import { builder, type BuilderTypes } from './builder.js';
 
-export interface PageInfo {
-  hasNextPage: boolean;
-  endCursor: string | null;
-}
-
-/** SPEC 2.5's connection: `edges { cursor node }` and `pageInfo { hasNextPage endCursor }`. */
-export interface Connection<T> {
-  edges: { cursor: string; node: T }[];
-  pageInfo: PageInfo;
-}
+/** SPEC 2.5's connection, `edges { cursor node }` and `pageInfo`: a page as the graph shows it. */
+export type Connection<T> = Page<T>;
 
 export const PageInfoObject = builder.objectRef<PageInfo>('PageInfo').implement({
   description: 'Forward paging: pass endCursor as `after` until hasNextPage is false.',
@@ -35,21 +28,4 @@ export function connectionOf<T>(name: string, node: ObjectRef<BuilderTypes, T>) 
       pageInfo: t.field({ type: PageInfoObject, resolve: (c) => c.pageInfo }),
     }),
   });
-}
-
-/**
- * A page from `size + 1` rows read in order: the extra row only tells that another
- * page exists.
- */
-export function toConnection<T>(
-  rows: T[],
-  size: number,
-  cursorOf: (row: T) => string,
-): Connection<T> {
-  const page = rows.slice(0, size);
-  const edges = page.map((node) => ({ cursor: cursorOf(node), node }));
-  return {
-    edges,
-    pageInfo: { hasNextPage: rows.length > size, endCursor: edges.at(-1)?.cursor ?? null },
-  };
 }

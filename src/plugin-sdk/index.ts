@@ -29,7 +29,7 @@ export { ContactObject } from '../contacts/graph.js';
 export { contacts } from '../contacts/tables.js';
 export { recordEvent } from '../events/service.js';
 export { registerChannel } from '../contacts/channels.js';
-export { pageSize } from '../graph/paging.js';
+export { pageSize } from '../paging/index.js';
 /**
  * Limits every graph input is held to and what fields cost (docs/limits.md): declare an
  * argument's cap with `extensions: limited({ maxLength })`, a field's statements with

@@ -2,7 +2,6 @@ import { ContactObject } from '../contacts/graph.js';
 import { contactLoaders } from '../contacts/loaders.js';
 import { builder } from '../graph/builder.js';
 import { connectionOf } from '../graph/connection.js';
-import { pageSize } from '../graph/paging.js';
 import { loadOpenTasksOfContact } from './loaders.js';
 import {
   createTask,
@@ -17,6 +16,7 @@ import type { Task } from './tables.js';
 import { costs } from '../graph/complexity.js';
 import { limited } from '../graph/input-limits.js';
 import { TEXT_MAX } from '../limits.js';
+import { pageSize } from '../paging/index.js';
 
 export const TaskObject = builder.objectRef<Task>('Task');
 

@@ -4,9 +4,6 @@ import type { Db } from '../db/client.js';
 import { refuse } from '../errors.js';
 import { checkText, TEXT_MAX } from '../limits.js';
 import { recordEvent } from '../events/service.js';
-import { toConnection, type Connection } from '../graph/connection.js';
-import { decodeCursor, encodeCursor } from '../graph/cursor.js';
-import { pageSize } from '../graph/paging.js';
 import { userExists, workspaceOf } from '../users/service.js';
 import {
   findTask,
@@ -18,6 +15,7 @@ import {
   type TaskChanges,
 } from './queries.js';
 import type { Task } from './tables.js';
+import { decodeCursor, encodeCursor, pageSize, toPage, type Page } from '../paging/index.js';
 
 /**
  * Task statuses (SPEC 3 shows only `open`). Any status may move to any other: `done`
@@ -305,7 +303,7 @@ function decodeTaskCursor(cursor: string) {
  * The caller's own tasks (SPEC 4.2: a task is listed to its assignee), by due day with
  * undated tasks last, then id.
  */
-export async function listTasks(ctx: Context, args: ListTasksArgs): Promise<Connection<Task>> {
+export async function listTasks(ctx: Context, args: ListTasksArgs): Promise<Page<Task>> {
   const actor = actorOf(ctx);
   const filter = filterOf(args);
   const status = statusFilterOf(args.status);
@@ -324,7 +322,5 @@ export async function listTasks(ctx: Context, args: ListTasksArgs): Promise<Conn
     after,
     limit: size + 1,
   });
-  return toConnection(rows, size, (task) =>
-    encodeCursor(CURSOR_FIELD, [task.dueOn ?? '', task.id]),
-  );
+  return toPage(rows, size, (task) => encodeCursor(CURSOR_FIELD, [task.dueOn ?? '', task.id]));
 }

@@ -3,10 +3,8 @@ import { hashPassword } from '../auth/passwords.js';
 import type { Context } from '../context.js';
 import type { Db } from '../db/client.js';
 import { refuse } from '../errors.js';
-import { toConnection, type Connection } from '../graph/connection.js';
-import { decodeCursor, encodeCursor } from '../graph/cursor.js';
-import { pageSize } from '../graph/paging.js';
 import { users, type User } from './tables.js';
+import { decodeCursor, encodeCursor, pageSize, toPage, type Page } from '../paging/index.js';
 
 /** The signed-in caller's workspace; services run only for signed-in callers. */
 export function workspaceOf(ctx: Context): string {
@@ -56,7 +54,7 @@ export async function findUserByEmail(
 export async function listUsers(
   ctx: Context,
   args: { first?: number | null; after?: string | null },
-): Promise<Connection<User>> {
+): Promise<Page<User>> {
   const size = pageSize(args.first, ctx.config);
   const workspaceId = workspaceOf(ctx);
   const lowerName = sql<string>`lower(${users.name})`;
@@ -71,9 +69,7 @@ export async function listUsers(
     .where(and(eq(users.workspaceId, workspaceId), after))
     .orderBy(asc(lowerName), asc(users.id))
     .limit(size + 1);
-  return toConnection(rows, size, (user) =>
-    encodeCursor('users', [user.name.toLowerCase(), user.id]),
-  );
+  return toPage(rows, size, (user) => encodeCursor('users', [user.name.toLowerCase(), user.id]));
 }
 
 /** Creates an account with a password already checked by the caller's rules. */

@@ -4,10 +4,10 @@ import { STATEMENT } from '../graph/costs.js';
 import { limited } from '../graph/input-limits.js';
 import { TEXT_MAX } from '../limits.js';
 import { connectionOf } from '../graph/connection.js';
-import { pageSize } from '../graph/paging.js';
 import { webhookLoaders } from './loaders.js';
 import { createWebhook, deleteWebhook, listWebhooks, type CreatedWebhook } from './service.js';
 import type { Webhook, WebhookDelivery } from './tables.js';
+import { pageSize } from '../paging/index.js';
 
 const WebhookDeliveryObject = builder.objectRef<WebhookDelivery>('WebhookDelivery').implement({
   description: 'One event sent to one webhook (SPEC 3, Webhook delivery).',

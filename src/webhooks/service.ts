@@ -1,13 +1,11 @@
 import { and, asc, eq, isNull, sql, type SQL } from 'drizzle-orm';
 import type { Context } from '../context.js';
 import { refuse } from '../errors.js';
-import { toConnection, type Connection } from '../graph/connection.js';
-import { decodeCursor, encodeCursor } from '../graph/cursor.js';
-import { pageSize } from '../graph/paging.js';
 import type { LoadedPlugin } from '../plugin-host/host.js';
 import { judgeRegistration, parseWebhookUrl } from './address.js';
 import { createSecret } from './signing.js';
 import { webhookDeliveries, webhooks, type Webhook } from './tables.js';
+import { decodeCursor, encodeCursor, pageSize, toPage, type Page } from '../paging/index.js';
 
 /** Core event names (docs/events.md) and the chat plugin's (SPEC 6). */
 export const CORE_EVENT_NAMES = [
@@ -116,7 +114,7 @@ async function checkUrl(ctx: Context, url: URL): Promise<void> {
 export async function listWebhooks(
   ctx: Context,
   args: { first?: number | null; after?: string | null },
-): Promise<Connection<Webhook>> {
+): Promise<Page<Webhook>> {
   const actor = actorOf(ctx);
   const size = pageSize(args.first, ctx.config);
   // Keyed by id alone: a timestamp cursor would lose PostgreSQL's microseconds.
@@ -134,7 +132,7 @@ export async function listWebhooks(
     )
     .orderBy(asc(webhooks.id))
     .limit(size + 1);
-  return toConnection(rows, size, (row) => encodeCursor('webhooks', [row.id]));
+  return toPage(rows, size, (row) => encodeCursor('webhooks', [row.id]));
 }
 
 export async function deleteWebhook(ctx: Context, id: string): Promise<boolean> {
