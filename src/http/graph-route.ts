@@ -16,6 +16,7 @@ import { answerTooLargeBody } from './guards/answer-cap.js';
 import { applyCors } from './guards/cors.js';
 import { crossOriginRefusal, refuseCrossOrigin } from './guards/cross-origin.js';
 import { GRAPH_GET_REFUSED_BODY, graphGetRefused } from './guards/graph-get.js';
+import { requestedOperation } from './guards/graph-request.js';
 import { asksForWrite } from './guards/operation-kind.js';
 import { asksOnlyForSchema } from './guards/schema-request.js';
 import { createSlots, type Slots } from './guards/slots.js';
@@ -81,17 +82,6 @@ export function streamCapRefusal(perUser: number, retryAfter: number): AppError 
 
 function isMultipart(req: IncomingMessage): boolean {
   return /^multipart\//i.test(req.headers['content-type'] ?? '');
-}
-
-/** The query text of a GET (`?query=`) or a JSON POST, for the anonymous caps. */
-function queryText(url: URL, body: Buffer | null): string {
-  if (!body || body.length === 0) return url.searchParams.get('query') ?? '';
-  try {
-    const parsed = JSON.parse(body.toString('utf8')) as { query?: unknown };
-    return typeof parsed?.query === 'string' ? parsed.query : '';
-  } catch {
-    return ''; // not JSON: the graph answers its own parse error
-  }
 }
 
 /**
@@ -256,7 +246,12 @@ export function createGraphRoute(deps: GraphRouteDeps) {
           bodyBytes: read?.length ?? 0,
           caps: config.graph.anonymous,
         }) ??
-        (schemaOnly ? null : anonymousQueryRefusal(queryText(url, read), config.graph.anonymous));
+        (schemaOnly
+          ? null
+          : anonymousQueryRefusal(
+              requestedOperation(url, read)?.query ?? '',
+              config.graph.anonymous,
+            ));
       if (refusal) return graphRefusal(res, 200, refusal);
     }
     const streaming = streamRequested(req.headers.accept);

@@ -1,5 +1,6 @@
-import { Kind, parse, type OperationDefinitionNode } from 'graphql';
-import { TOKENS_MAX } from '../../limits.js';
+import { requestedOperation, operationToRun } from './graph-request.js';
+
+const NO_URL = new URL('http://localhost/');
 
 /**
  * Whether a graph request body asks for a write, for the cross-origin check (SPEC 5:
@@ -11,29 +12,7 @@ import { TOKENS_MAX } from '../../limits.js';
  */
 export function asksForWrite(body: Buffer | null): boolean {
   if (!body || body.length === 0) return true;
-  let request: unknown;
-  try {
-    request = JSON.parse(body.toString('utf8'));
-  } catch {
-    return true;
-  }
-  if (typeof request !== 'object' || request === null || Array.isArray(request)) return true;
-  const { query, operationName } = request as { query?: unknown; operationName?: unknown };
-  if (typeof query !== 'string') return true;
-  if (operationName !== undefined && operationName !== null && typeof operationName !== 'string')
-    return true;
-  let operations: OperationDefinitionNode[];
-  try {
-    operations = parse(query, { noLocation: true, maxTokens: TOKENS_MAX }).definitions.filter(
-      (definition): definition is OperationDefinitionNode =>
-        definition.kind === Kind.OPERATION_DEFINITION,
-    );
-  } catch {
-    return true;
-  }
-  const chosen =
-    typeof operationName === 'string'
-      ? operations.filter((operation) => operation.name?.value === operationName)
-      : operations;
-  return chosen.length !== 1 || chosen[0]?.operation === 'mutation';
+  const requested = requestedOperation(NO_URL, body);
+  const operation = requested && operationToRun(requested);
+  return !operation || operation.operation === 'mutation';
 }

@@ -1,4 +1,11 @@
-import { getOperationAST, Kind, OperationTypeNode, parse, type DocumentNode } from 'graphql';
+import {
+  getOperationAST,
+  Kind,
+  OperationTypeNode,
+  type DocumentNode,
+  type OperationDefinitionNode,
+} from 'graphql';
+import { operationToRun, requestedOperation } from './graph-request.js';
 
 /** Root fields that read the schema, not the service's data. */
 const SCHEMA_FIELDS: ReadonlySet<string> = new Set(['__schema', '__type', '__typename']);
@@ -10,25 +17,14 @@ const SCHEMA_FIELDS: ReadonlySet<string> = new Set(['__schema', '__type', '__typ
  */
 export function readsOnlySchema(document: DocumentNode, operationName?: string | null): boolean {
   const operation = getOperationAST(document, operationName);
-  if (!operation || operation.operation !== OperationTypeNode.QUERY) return false;
+  return operation ? onlySchemaFields(operation) : false;
+}
+
+function onlySchemaFields(operation: OperationDefinitionNode): boolean {
+  if (operation.operation !== OperationTypeNode.QUERY) return false;
   return operation.selectionSet.selections.every(
     (selection) => selection.kind === Kind.FIELD && SCHEMA_FIELDS.has(selection.name.value),
   );
-}
-
-/** The query text and operation name of a GET (`?query=`) or a JSON POST. */
-function operationOf(url: URL, body: Buffer | null): { query: string; operationName?: unknown } {
-  if (!body || body.length === 0) {
-    return {
-      query: url.searchParams.get('query') ?? '',
-      operationName: url.searchParams.get('operationName'),
-    };
-  }
-  const parsed = JSON.parse(body.toString('utf8')) as { query?: unknown; operationName?: unknown };
-  return {
-    query: typeof parsed?.query === 'string' ? parsed.query : '',
-    operationName: parsed?.operationName,
-  };
 }
 
 /**
@@ -39,12 +35,10 @@ function operationOf(url: URL, body: Buffer | null): { query: string; operationN
  * and meets the anonymous caps as any other.
  */
 export function asksOnlyForSchema(url: URL, body: Buffer | null): boolean {
-  try {
-    const { query, operationName } = operationOf(url, body);
-    if (!query.includes('__schema') && !query.includes('__type')) return false;
-    const name = typeof operationName === 'string' ? operationName : null;
-    return readsOnlySchema(parse(query, { noLocation: true }), name);
-  } catch {
-    return false;
-  }
+  const requested = requestedOperation(url, body);
+  if (!requested) return false;
+  const { query } = requested;
+  if (!query.includes('__schema') && !query.includes('__type')) return false;
+  const operation = operationToRun(requested);
+  return operation !== null && onlySchemaFields(operation);
 }
