@@ -1,8 +1,8 @@
 import { lookup as dnsLookup } from 'node:dns/promises';
 import ipaddr from 'ipaddr.js';
 import type { CidrRange, HostPort } from '../config.js';
+import { rangeContains } from '../config/cidr.js';
 import { formatIp, parseIp, type IpAddress } from '../config/ip.js';
-import { cidrContains } from '../http/guards/client-address.js';
 
 /** SVC_WEBHOOK_ALLOWED_HOSTS, as config.webhooks holds it. */
 export interface AllowList {
@@ -117,8 +117,7 @@ export function judgeAddress(
   const judged = judgedAs(ip);
   if (judged.some(alwaysRefused)) return 'always_refused';
   if (hostPortListed) return null;
-  const listed = (one: IpAddress) =>
-    allow.allowedCidrs.some((range) => cidrContains(range, formatIp(one)));
+  const listed = (one: IpAddress) => allow.allowedCidrs.some((range) => rangeContains(range, one));
   return judged.every((one) => !internal(one) || listed(one)) ? null : 'internal';
 }
 
