@@ -2,6 +2,8 @@ import type { AccessCatalogue } from './auth/access.js';
 import type { Config } from './config.js';
 import type { Database } from './db/client.js';
 import type { EventBus } from './events/bus.js';
+import { refuse } from './errors.js';
+import { RequestLoaders } from './loaders.js';
 import type { Logger } from './log.js';
 
 /** Who is calling. Filled by the authentication layer; null for an anonymous caller. */
@@ -21,13 +23,20 @@ export interface Actor {
   expiresAt?: Date | null;
 }
 
-/** What every resolver and service receives. Built once per request. */
+/**
+ * What every resolver and service receives. Built once per request by `createContext`,
+ * where the credential is resolved (the graph route, MCP, a command).
+ */
 export interface Context {
   config: Config;
   database: Database;
   log: Logger;
   requestId: string;
   actor: Actor | null;
+  /** The caller's workspace, which every query is scoped to; null for an anonymous caller. */
+  workspaceId: string | null;
+  /** The request's batching loaders (src/loaders.ts), made on first use. */
+  loaders: RequestLoaders;
   /** Areas, capabilities and roles of this deployment. */
   access: AccessCatalogue;
   /** The client's address after SVC_TRUSTED_PROXIES (login limit, anonymous budget). */
@@ -53,4 +62,22 @@ export interface Context {
     /** The refusal a subscription over the stream cap answers. */
     refusal(): Error;
   };
+}
+
+/** A context whose caller is signed in. */
+export type SignedInContext = Context & { actor: Actor; workspaceId: string };
+
+/**
+ * The context of a signed-in caller. Services run behind the graph's `authenticated` scope
+ * (or a command's account), so this refuses only a caller that reached one without it.
+ */
+export function signedIn(ctx: Context): SignedInContext {
+  if (!ctx.actor || ctx.workspaceId === null) throw refuse('authentication_required');
+  return ctx as SignedInContext;
+}
+
+/** A request's context: the caller's workspace and fresh loaders follow from its actor. */
+export function createContext(fields: Omit<Context, 'workspaceId' | 'loaders'>): Context {
+  const workspaceId = fields.actor?.workspaceId ?? null;
+  return { ...fields, workspaceId, loaders: new RequestLoaders(fields.database.db, workspaceId) };
 }

@@ -1,12 +1,13 @@
 // Reads and writes of notes. Every query names the caller's workspace first, so another
 // workspace's ids find nothing.
-import { and, desc, eq } from 'drizzle-orm';
-import DataLoader from 'dataloader';
+import { and, desc, eq, sql } from 'drizzle-orm';
 import {
-  contacts,
+  contactExists,
+  loaderFamily,
   pageSize,
   recordEvent,
   refuse,
+  signedIn,
   type Context,
   type Db,
 } from '../../src/plugin-sdk/index.js';
@@ -14,29 +15,13 @@ import { notes, type Note } from './tables.js';
 
 export const NOTE_BODY_MAX = 20_000;
 
-/** The signed-in caller; the graph's auth scopes let no anonymous caller this far. */
-function actorOf(ctx: Context) {
-  if (!ctx.actor) throw refuse('authentication_required');
-  return ctx.actor;
-}
-
-/** Whether `contactId` names a contact of the caller's workspace. */
-async function contactExists(db: Db, workspaceId: string, contactId: string) {
-  const rows = await db
-    .select({ id: contacts.id })
-    .from(contacts)
-    .where(and(eq(contacts.workspaceId, workspaceId), eq(contacts.id, contactId)))
-    .limit(1);
-  return rows.length > 0;
-}
-
 /** `notes(contactId, first)`: newest first; an unknown contact is `contact_not_found`. */
 export async function listNotes(
   ctx: Context,
   contactId: string,
   first: number | null | undefined,
 ): Promise<Note[]> {
-  const { workspaceId } = actorOf(ctx);
+  const { workspaceId } = signedIn(ctx);
   const limit = pageSize(first, ctx.config);
   const { db } = ctx.database;
   const rows = await db
@@ -57,61 +42,56 @@ export async function listNotes(
  * reads its notes in one query (a lateral join walking notes_contact_created_idx once per
  * contact, each bounded by the page size).
  */
-const loaders = new WeakMap<Context, Map<number, DataLoader<string, Note[]>>>();
-
 export function contactNotes(
   ctx: Context,
   contactId: string,
   first: number | null | undefined,
 ): Promise<Note[]> {
-  const limit = pageSize(first, ctx.config);
-  let byLimit = loaders.get(ctx);
-  if (!byLimit) loaders.set(ctx, (byLimit = new Map()));
-  let loader = byLimit.get(limit);
-  if (!loader) {
-    loader = new DataLoader((ids) => notesOfContacts(ctx, ids, limit));
-    byLimit.set(limit, loader);
-  }
-  return loader.load(contactId);
+  return ctx.loaders.of(noteLoaders).notesOfContact(pageSize(first, ctx.config)).load(contactId);
+}
+
+/** A request's note loaders (the SDK's `ctx.loaders.of`). */
+function noteLoaders(db: Db, workspaceId: string) {
+  return {
+    notesOfContact: loaderFamily(
+      (contactIds, limit: number) => notesOfContacts(db, workspaceId, contactIds, limit),
+      (note) => note.contactId,
+    ),
+  };
+}
+
+interface NoteRow extends Record<string, unknown> {
+  workspace_id: string;
+  id: string;
+  contact_id: string;
+  body: string;
+  author_id: string | null;
+  created_at: string | Date;
 }
 
 async function notesOfContacts(
-  ctx: Context,
+  db: Db,
+  workspaceId: string,
   contactIds: readonly string[],
   limit: number,
-): Promise<Note[][]> {
-  const { workspaceId } = actorOf(ctx);
-  const { sql: pg } = ctx.database;
-  const rows = await pg<
-    {
-      workspace_id: string;
-      id: string;
-      contact_id: string;
-      body: string;
-      author_id: string | null;
-      created_at: Date;
-    }[]
-  >`
+): Promise<Note[]> {
+  const rows = await db.execute<NoteRow>(sql`
     select n.workspace_id, n.id, n.contact_id, n.body, n.author_id, n.created_at
-    from unnest(${contactIds as string[]}::uuid[]) as c(id)
+    from unnest(${`{${contactIds.join(',')}}`}::uuid[]) as c(id)
     cross join lateral (
       select * from notes
       where workspace_id = ${workspaceId} and contact_id = c.id
       order by created_at desc, id desc
       limit ${limit}
-    ) n`;
-  const byContact = new Map<string, Note[]>(contactIds.map((id) => [id, []]));
-  for (const row of rows) {
-    byContact.get(row.contact_id)?.push({
-      workspaceId: row.workspace_id,
-      id: row.id,
-      contactId: row.contact_id,
-      body: row.body,
-      authorId: row.author_id,
-      createdAt: row.created_at,
-    });
-  }
-  return contactIds.map((id) => byContact.get(id) ?? []);
+    ) n`);
+  return rows.map((row) => ({
+    workspaceId: row.workspace_id,
+    id: row.id,
+    contactId: row.contact_id,
+    body: row.body,
+    authorId: row.author_id,
+    createdAt: new Date(row.created_at),
+  }));
 }
 
 /**
@@ -120,18 +100,18 @@ async function notesOfContacts(
  * refused the same way as an unknown one.
  */
 export async function createNote(ctx: Context, contactId: string, body: string): Promise<Note> {
-  const actor = actorOf(ctx);
+  const { actor, workspaceId } = signedIn(ctx);
   if (body.trim() === '') throw refuse('note_body_required');
   if (body.length > NOTE_BODY_MAX) throw refuse('note_body_too_long', { max: NOTE_BODY_MAX });
   try {
     return await ctx.database.db.transaction(async (tx) => {
       const [note] = await tx
         .insert(notes)
-        .values({ workspaceId: actor.workspaceId, contactId, body, authorId: actor.userId })
+        .values({ workspaceId, contactId, body, authorId: actor.userId })
         .returning();
       const created = note as Note;
       await recordEvent(tx, {
-        workspaceId: actor.workspaceId,
+        workspaceId,
         name: 'note.created',
         subjectId: created.id, // recordEvent adds it to data as `noteId`
         actorUserId: actor.userId,

@@ -1,5 +1,4 @@
-import type { Context } from '../context.js';
-import { refuse } from '../errors.js';
+import { signedIn, type Context } from '../context.js';
 import { builder } from '../graph/builder.js';
 import { connectionOf } from '../graph/connection.js';
 import { EVERY_AREA } from './access.js';
@@ -9,12 +8,6 @@ import { limited } from '../graph/input-limits.js';
 import { TEXT_MAX } from '../limits.js';
 import { decodeCursor, encodeCursor, pageSize, toPage, type Page } from '../paging/index.js';
 
-/** The signed-in caller, for fields whose guard already demanded one. */
-function callerOf(ctx: Context) {
-  if (!ctx.actor) throw refuse('authentication_required');
-  return ctx.actor;
-}
-
 /** The caller's own tokens, newest first, legacy ones included. */
 async function listOwnApiTokens(
   ctx: Context,
@@ -22,7 +15,7 @@ async function listOwnApiTokens(
 ): Promise<Page<ApiToken>> {
   const size = pageSize(args.first, ctx.config);
   const afterId = args.after ? (decodeCursor('apiTokens', args.after, 1)[0] as string) : null;
-  const rows = await pageApiTokens(ctx.database.db, callerOf(ctx), { size, afterId });
+  const rows = await pageApiTokens(ctx.database.db, signedIn(ctx).actor, { size, afterId });
   return toPage(rows, size, (token) => encodeCursor('apiTokens', [token.id]));
 }
 
@@ -110,9 +103,9 @@ builder.mutationFields((t) => ({
       ttlDays: t.arg.int({ required: false }),
     },
     resolve: (_root, args, ctx) => {
-      const actor = callerOf(ctx);
+      const { actor, workspaceId } = signedIn(ctx);
       return createApiToken(ctx.database.db, ctx.access, {
-        workspaceId: actor.workspaceId,
+        workspaceId: workspaceId,
         userId: actor.userId,
         name: args.name,
         scopes: args.scopes ?? null,
@@ -127,8 +120,8 @@ builder.mutationFields((t) => ({
     authScopes: sessionOnly,
     args: { id: t.arg({ type: 'UUID', required: true }) },
     resolve: (_root, args, ctx) => {
-      const actor = callerOf(ctx);
-      return revokeApiToken(ctx.database.db, actor.workspaceId, actor.userId, args.id);
+      const { actor, workspaceId } = signedIn(ctx);
+      return revokeApiToken(ctx.database.db, workspaceId, actor.userId, args.id);
     },
   }),
 }));

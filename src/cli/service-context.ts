@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { capabilitiesOf, type AccessCatalogue } from '../auth/access.js';
 import type { Config } from '../config.js';
-import type { Context } from '../context.js';
+import { createContext, type Context } from '../context.js';
 import type { Database, Db } from '../db/client.js';
 import type { EventBus } from '../events/bus.js';
 import type { Logger } from '../log.js';
@@ -31,7 +31,7 @@ export interface CommandContextOptions {
  */
 export function commandContext(options: CommandContextOptions, db: Db, user: User): Context {
   const operation = new AbortController();
-  return {
+  return createContext({
     config: options.config,
     database: { ...options.database, db },
     log: options.log,
@@ -51,5 +51,5 @@ export function commandContext(options: CommandContextOptions, db: Db, user: Use
     signal: operation.signal,
     events: noStreams,
     cancel: (reason) => operation.abort(reason),
-  };
+  });
 }

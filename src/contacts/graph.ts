@@ -37,7 +37,7 @@ export const ContactObject = builder.objectRef<Contact>('Contact');
 /** The stored row behind a parent that may carry only `id` (a plugin's contact). */
 async function stored(contact: Contact, ctx: Context): Promise<Contact> {
   if (contact.createdAt !== undefined && contact.updatedAt !== undefined) return contact;
-  return (await contactLoaders(ctx).contacts.load(contact.id)) ?? contact;
+  return (await ctx.loaders.of(contactLoaders).contacts.load(contact.id)) ?? contact;
 }
 
 export const ContactIdentityObject = builder
@@ -69,7 +69,7 @@ ContactObject.implement({
     identities: t.field({
       type: [ContactIdentityObject],
       description: 'Oldest first. The identities of every contact on a page load in one read.',
-      resolve: (contact, _args, ctx) => contactLoaders(ctx).identities.load(contact.id),
+      resolve: (contact, _args, ctx) => ctx.loaders.of(contactLoaders).identities.load(contact.id),
     }),
   }),
 });

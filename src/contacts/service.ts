@@ -1,9 +1,8 @@
-import type { Context } from '../context.js';
+import { signedIn, type Context } from '../context.js';
 import type { Db } from '../db/client.js';
 import { refuse } from '../errors.js';
 import { checkText, IDENTITIES_PER_CONTACT, IDENTITIES_PER_REQUEST, TEXT_MAX } from '../limits.js';
 import { recordEvent } from '../events/service.js';
-import { workspaceOf } from '../users/service.js';
 import {
   channelName,
   normaliseIdentity,
@@ -49,10 +48,6 @@ function contactName(name: string): string {
   return checkText(trimmed, 'name', TEXT_MAX.name);
 }
 
-function actorOf(ctx: Context): string | null {
-  return ctx.actor?.userId ?? null;
-}
-
 /** One (channel, key) once: a repeated identity in the same input is written once. */
 function distinctIdentities(inputs: readonly IdentityInput[]): NormalisedIdentity[] {
   if (inputs.length > IDENTITIES_PER_REQUEST) {
@@ -96,7 +91,7 @@ async function withIdentityRefusal<T>(
     for (const identity of identities) {
       const held = await findIdentityByKey(
         db,
-        workspaceOf(ctx),
+        signedIn(ctx).workspaceId,
         identity.channel,
         identity.identifierKey,
       );
@@ -113,7 +108,7 @@ async function addIdentityIn(
   contactId: string,
   identity: NormalisedIdentity,
 ): Promise<ContactIdentity> {
-  const workspaceId = workspaceOf(ctx);
+  const { workspaceId, actor } = signedIn(ctx);
   const row = await insertIdentity(tx, workspaceId, contactId, identity);
   if (!row) {
     const held = await findIdentityByKey(tx, workspaceId, identity.channel, identity.identifierKey);
@@ -124,7 +119,7 @@ async function addIdentityIn(
     workspaceId,
     name: 'contact.identity_added',
     subjectId: contactId,
-    actorUserId: actorOf(ctx),
+    actorUserId: actor.userId,
     data: { identityId: row.id, channel: row.channel, identifier: row.identifier },
   });
   return row;
@@ -134,7 +129,7 @@ export async function createContact(
   ctx: Context,
   input: { name: string; identities?: readonly IdentityInput[] | null },
 ): Promise<Contact> {
-  const workspaceId = workspaceOf(ctx);
+  const { workspaceId, actor } = signedIn(ctx);
   const name = contactName(input.name);
   const identities = distinctIdentities(input.identities ?? []);
   return withIdentityRefusal(ctx, identities, () =>
@@ -145,7 +140,7 @@ export async function createContact(
         workspaceId,
         name: 'contact.created',
         subjectId: contact.id,
-        actorUserId: actorOf(ctx),
+        actorUserId: actor.userId,
         data: { name: contact.name },
       });
       for (const identity of identities) await addIdentityIn(tx, ctx, contact.id, identity);
@@ -158,7 +153,7 @@ export async function renameContact(
   ctx: Context,
   input: { id: string; name: string },
 ): Promise<Contact> {
-  const workspaceId = workspaceOf(ctx);
+  const { workspaceId, actor } = signedIn(ctx);
   const name = contactName(input.name);
   return ctx.database.db.transaction(async (tx) => {
     const before = await findContact(tx, workspaceId, input.id);
@@ -168,7 +163,7 @@ export async function renameContact(
       workspaceId,
       name: 'contact.renamed',
       subjectId: contact.id,
-      actorUserId: actorOf(ctx),
+      actorUserId: actor.userId,
       data: { from: before.name, to: contact.name },
     });
     return contact;
@@ -179,7 +174,7 @@ export async function addContactIdentity(
   ctx: Context,
   input: { contactId: string; identity: IdentityInput },
 ): Promise<IdentityResult> {
-  const workspaceId = workspaceOf(ctx);
+  const { workspaceId } = signedIn(ctx);
   const identity = normaliseIdentity(input.identity);
   const result = await withIdentityRefusal(ctx, [identity], () =>
     ctx.database.db.transaction(async (tx) => {
@@ -196,7 +191,7 @@ export async function addContactIdentity(
       return { identity: added, contact };
     }),
   );
-  contactLoaders(ctx).identities.clear(result.contact.id);
+  ctx.loaders.of(contactLoaders).identities.clear(result.contact.id);
   return result;
 }
 
@@ -204,7 +199,7 @@ export async function deleteContactIdentity(
   ctx: Context,
   input: { id: string },
 ): Promise<IdentityResult> {
-  const workspaceId = workspaceOf(ctx);
+  const { workspaceId, actor } = signedIn(ctx);
   const result = await ctx.database.db.transaction(async (tx) => {
     const identity = await deleteIdentity(tx, workspaceId, input.id);
     if (!identity) throw refuse('identity_not_found');
@@ -213,17 +208,17 @@ export async function deleteContactIdentity(
       workspaceId,
       name: 'contact.identity_removed',
       subjectId: contact.id,
-      actorUserId: actorOf(ctx),
+      actorUserId: actor.userId,
       data: { identityId: identity.id, channel: identity.channel, identifier: identity.identifier },
     });
     return { identity, contact };
   });
-  contactLoaders(ctx).identities.clear(result.contact.id);
+  ctx.loaders.of(contactLoaders).identities.clear(result.contact.id);
   return result;
 }
 
 export async function getContact(ctx: Context, id: string): Promise<Contact> {
-  const contact = await findContact(ctx.database.db, workspaceOf(ctx), id);
+  const contact = await findContact(ctx.database.db, signedIn(ctx).workspaceId, id);
   if (!contact) throw refuse('contact_not_found');
   return contact;
 }
@@ -246,7 +241,7 @@ export async function listContacts(
   }
   const rows = await selectContactsByName(
     ctx.database.db,
-    workspaceOf(ctx),
+    signedIn(ctx).workspaceId,
     filterOf(args),
     after,
     size + 1,
@@ -275,7 +270,7 @@ export async function contactPage(
   const offset = args.offset ?? 0;
   if (offset < 0) throw refuse('offset_negative');
   const db = ctx.database.db;
-  const workspaceId = workspaceOf(ctx);
+  const { workspaceId } = signedIn(ctx);
   const filter = filterOf(args);
   const [items, total] = await Promise.all([
     selectContactPage(db, workspaceId, filter, {

@@ -1,5 +1,5 @@
 import { scopesAllow, type AccessCatalogue } from '../auth/access.js';
-import type { Actor } from '../context.js';
+import { signedIn, type Actor } from '../context.js';
 import { refuse, type AppError } from '../errors.js';
 import { builder } from '../graph/builder.js';
 import { streamRequested } from '../http/guards/stream-accept.js';
@@ -69,7 +69,7 @@ builder.subscriptionFields((t) => ({
       'assignee; a token sees the areas its scopes read). Closes after SVC_STREAM_LIFETIME; ' +
       'clients reconnect and refetch. No replay of events missed while disconnected.',
     subscribe: (_root, _args, ctx) => {
-      const actor = ctx.actor as Actor; // the type's `authenticated` scope ran first
+      const { actor } = signedIn(ctx); // the type's `authenticated` scope ran first
       // An operation on a single-connection stream streams whatever its own Accept says.
       if (!ctx.singleConnection && !streamRequested(ctx.headers.get('accept'))) {
         throw streamRequired();

@@ -3,7 +3,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AccessCatalogue } from '../auth/access.js';
 import { resolveCredential } from '../auth/credentials.js';
 import type { Config } from '../config.js';
-import type { Actor } from '../context.js';
+import { createContext, type Actor } from '../context.js';
 import type { Database } from '../db/client.js';
 import type { QueryGate } from '../db/gate.js';
 import type { EventBus } from '../events/bus.js';
@@ -283,28 +283,31 @@ export function createGraphRoute(deps: GraphRouteDeps) {
       );
       const requestId = randomUUID();
       const responseCookies: string[] = [];
-      const response = await deps.graph.fetch(request, {
-        config,
-        database: deps.gate.forRequest(callerKey(actor, clientAddress), controller.signal),
-        log: log.child({ requestId }),
-        requestId,
-        actor,
-        access: deps.access,
-        clientAddress,
-        headers: request.headers,
-        responseCookies,
-        signal: controller.signal,
-        cancel: (reason) => controller.abort(reason),
-        events: deps.events,
-        ...(step?.kind === 'operate' && actor
-          ? {
-              singleConnection: {
-                takeStreamSlot: () => streamSlots.tryTake(actor.userId),
-                refusal: () => streamCapRefusal(config.graph.streamsPerUser, Number(retryAfter)),
-              },
-            }
-          : {}),
-      });
+      const response = await deps.graph.fetch(
+        request,
+        createContext({
+          config,
+          database: deps.gate.forRequest(callerKey(actor, clientAddress), controller.signal),
+          log: log.child({ requestId }),
+          requestId,
+          actor,
+          access: deps.access,
+          clientAddress,
+          headers: request.headers,
+          responseCookies,
+          signal: controller.signal,
+          cancel: (reason) => controller.abort(reason),
+          events: deps.events,
+          ...(step?.kind === 'operate' && actor
+            ? {
+                singleConnection: {
+                  takeStreamSlot: () => streamSlots.tryTake(actor.userId),
+                  refusal: () => streamCapRefusal(config.graph.streamsPerUser, Number(retryAfter)),
+                },
+              }
+            : {}),
+        }),
+      );
       if (reserved && response.status !== 201) reservations.drop(reserved);
       await sendWebResponse(res, response, {
         cookies: responseCookies,

@@ -102,6 +102,7 @@ export function createPluginRouter(deps: PluginRouterDeps) {
       log: deps.log.child({ plugin: id }),
       params: matched.params,
       actor,
+      workspaceId: actor?.workspaceId ?? null,
       signal,
     });
     await sendWebResponse(res, response);

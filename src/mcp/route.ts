@@ -5,7 +5,7 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import type { AccessCatalogue } from '../auth/access.js';
 import { resolveCredential } from '../auth/credentials.js';
 import type { Config } from '../config.js';
-import type { Actor } from '../context.js';
+import { createContext, type Actor } from '../context.js';
 import type { Database } from '../db/client.js';
 import type { QueryGate } from '../db/gate.js';
 import type { EventBus } from '../events/bus.js';
@@ -61,20 +61,23 @@ export function createMcpRoute(deps: McpRouteDeps) {
       });
       const requestId = randomUUID();
       const operationSignal = AbortSignal.any([signal, operation.signal]);
-      const response = await deps.graph.fetch(request, {
-        config,
-        database: deps.gate.forRequest(actor.userId, operationSignal),
-        log: log.child({ requestId, mcp: true }),
-        requestId,
-        actor,
-        access: deps.access,
-        clientAddress,
-        headers: request.headers,
-        responseCookies: [],
-        signal: operationSignal,
-        cancel: (reason) => operation.abort(reason),
-        events: deps.events,
-      });
+      const response = await deps.graph.fetch(
+        request,
+        createContext({
+          config,
+          database: deps.gate.forRequest(actor.userId, operationSignal),
+          log: log.child({ requestId, mcp: true }),
+          requestId,
+          actor,
+          access: deps.access,
+          clientAddress,
+          headers: request.headers,
+          responseCookies: [],
+          signal: operationSignal,
+          cancel: (reason) => operation.abort(reason),
+          events: deps.events,
+        }),
+      );
       return (await response.json()) as GraphAnswer;
     };
   }

@@ -15,6 +15,8 @@ export interface RouteContext {
   params: Record<string, string>;
   /** The signed-in caller; null on a public route. */
   actor: Actor | null;
+  /** The caller's workspace; null on a public route (the plugin routes its payload itself). */
+  workspaceId: string | null;
   /** Aborted when the server shuts down. */
   signal: AbortSignal;
 }

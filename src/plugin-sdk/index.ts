@@ -12,7 +12,14 @@ export type {
   ReasonDeclaration,
   RouteContext,
 } from '../plugin-host/definition.js';
-export type { Context, Actor } from '../context.js';
+export type { Context, Actor, SignedInContext } from '../context.js';
+/** The signed-in caller and workspace of a request (`const { workspaceId } = signedIn(ctx)`). */
+export { signedIn } from '../context.js';
+/**
+ * The request's loaders (`ctx.loaders.of(factory)`), and the batching helpers domains build
+ * theirs with: `loaderFamily` gives one DataLoader per distinct argument list.
+ */
+export { loaderFamily, groupByKey, type LoaderFactory, type RequestLoaders } from '../loaders.js';
 export type { Config } from '../config.js';
 export type { Database, Db } from '../db/client.js';
 export type { Logger } from '../log.js';
@@ -27,6 +34,8 @@ export { ContactObject } from '../contacts/graph.js';
  * of a contact reaches it through the graph.
  */
 export { contacts } from '../contacts/tables.js';
+/** Whether the workspace holds a contact of this id (one indexed read). */
+export { contactExists } from '../contacts/queries.js';
 export { recordEvent } from '../events/service.js';
 export { registerChannel } from '../contacts/channels.js';
 export { pageSize } from '../paging/index.js';

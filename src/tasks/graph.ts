@@ -2,7 +2,7 @@ import { ContactObject } from '../contacts/graph.js';
 import { contactLoaders } from '../contacts/loaders.js';
 import { builder } from '../graph/builder.js';
 import { connectionOf } from '../graph/connection.js';
-import { loadOpenTasksOfContact } from './loaders.js';
+import { taskLoaders } from './loaders.js';
 import {
   createTask,
   getTask,
@@ -36,7 +36,7 @@ TaskObject.implement({
       nullable: true,
       // The contacts domain's loader: every task of a page is resolved in one read.
       resolve: (task, _args, ctx) =>
-        task.contactId ? contactLoaders(ctx).contacts.load(task.contactId) : null,
+        task.contactId ? ctx.loaders.of(contactLoaders).contacts.load(task.contactId) : null,
     }),
     assigneeId: t.expose('assigneeId', { type: 'UUID', description: 'The owner of the task.' }),
     originSource: t.exposeString('originSource', {
@@ -158,6 +158,9 @@ builder.objectField(ContactObject, 'tasks', (t) =>
     // One read for every contact of a page (a DataLoader): the rows are the cost.
     extensions: costs({ cost: 0 }),
     resolve: (contact, args, ctx) =>
-      loadOpenTasksOfContact(ctx, contact.id, pageSize(args.first, ctx.config)),
+      ctx.loaders
+        .of(taskLoaders)
+        .openTasksOfContact(pageSize(args.first, ctx.config))
+        .load(contact.id),
   }),
 );

@@ -1,10 +1,10 @@
 import { contactExists } from '../contacts/queries.js';
-import type { Context } from '../context.js';
+import { signedIn, type Context } from '../context.js';
 import type { Db } from '../db/client.js';
 import { refuse } from '../errors.js';
 import { checkText, TEXT_MAX } from '../limits.js';
 import { recordEvent } from '../events/service.js';
-import { userExists, workspaceOf } from '../users/service.js';
+import { userExists } from '../users/service.js';
 import {
   findTask,
   findTaskByOrigin,
@@ -60,11 +60,6 @@ export interface ListTasksArgs {
   status?: string | null;
   first?: number | null;
   after?: string | null;
-}
-
-function actorOf(ctx: Context) {
-  if (!ctx.actor) throw refuse('authentication_required');
-  return ctx.actor;
 }
 
 /** An origin as stored: trimmed, capped, and blank is none. */
@@ -141,8 +136,7 @@ function eventData(task: Task, extra: Record<string, unknown> = {}): Record<stri
  * seen before (SPEC 4.2): exactly one row even when two creates race.
  */
 export async function createTask(ctx: Context, input: CreateTaskInput): Promise<CreateTaskResult> {
-  const actor = actorOf(ctx);
-  const workspaceId = actor.workspaceId;
+  const { actor, workspaceId } = signedIn(ctx);
   const title = checkTitle(input.title);
   const priority = checkPriority(input.priority ?? 'normal');
   const status = checkStatus(input.status ?? 'open');
@@ -227,8 +221,7 @@ function changedFields(before: Task, after: Task): string[] {
  * the task changes hands); `task.completed` also marks a move to `done`.
  */
 export async function updateTask(ctx: Context, id: string, input: UpdateTaskInput): Promise<Task> {
-  const actor = actorOf(ctx);
-  const workspaceId = actor.workspaceId;
+  const { actor, workspaceId } = signedIn(ctx);
   return ctx.database.db.transaction(async (tx) => {
     const current = await findTask(tx, workspaceId, id, { lock: true });
     if (!current) throw refuse('task_not_found');
@@ -255,7 +248,7 @@ export async function updateTask(ctx: Context, id: string, input: UpdateTaskInpu
 
 /** Any task of the caller's workspace, whoever it is assigned to (as `Contact.tasks` shows). */
 export async function getTask(ctx: Context, id: string): Promise<Task> {
-  const task = await findTask(ctx.database.db, workspaceOf(ctx), id);
+  const task = await findTask(ctx.database.db, signedIn(ctx).workspaceId, id);
   if (!task) throw refuse('task_not_found');
   return task;
 }
@@ -304,18 +297,18 @@ function decodeTaskCursor(cursor: string) {
  * undated tasks last, then id.
  */
 export async function listTasks(ctx: Context, args: ListTasksArgs): Promise<Page<Task>> {
-  const actor = actorOf(ctx);
+  const { actor, workspaceId } = signedIn(ctx);
   const filter = filterOf(args);
   const status = statusFilterOf(args.status);
   const size = pageSize(args.first, ctx.config);
   const after = args.after ? decodeTaskCursor(args.after) : null;
   if (filter.kind === 'contactId') {
-    if (!(await contactExists(ctx.database.db, actor.workspaceId, filter.contactId))) {
+    if (!(await contactExists(ctx.database.db, workspaceId, filter.contactId))) {
       throw refuse('contact_not_found');
     }
   }
   const rows = await selectAssigneeTasks(ctx.database.db, {
-    workspaceId: actor.workspaceId,
+    workspaceId: workspaceId,
     assigneeId: actor.userId,
     filter,
     status,

@@ -1,7 +1,7 @@
 import { and, eq, inArray, isNotNull, isNull, ne, sql } from 'drizzle-orm';
 import { capabilitiesOf, type AccessCatalogue } from '../auth/access.js';
 import { revokeUserSessions } from '../auth/sessions.js';
-import type { Actor, Context } from '../context.js';
+import { signedIn, type Actor, type Context } from '../context.js';
 import { refuse } from '../errors.js';
 import { announceRevocation } from '../events/revocations.js';
 import type { Queryable, Tx } from './links.js';
@@ -13,12 +13,6 @@ export const MANAGE_USERS = 'manage_users';
 export const DEFAULT_ROLE = 'member';
 /** First key of the per-workspace advisory lock ("user" in ASCII). */
 const USERS_LOCK = 0x75736572;
-
-/** The caller of a guarded field; scope-auth has already refused anyone else. */
-export function requireActor(ctx: Context): Actor {
-  if (!ctx.actor) throw refuse('authentication_required');
-  return ctx.actor;
-}
 
 /**
  * Serialises, per workspace, the writes that could leave no account able to manage
@@ -119,7 +113,7 @@ interface AccountWrite {
  * caller's reach, and the write must leave an account able to manage users.
  */
 async function writeAccount(ctx: Context, userId: string, write: AccountWrite): Promise<User> {
-  const actor = requireActor(ctx);
+  const { actor } = signedIn(ctx);
   return ctx.database.db.transaction(async (tx) => {
     await lockWorkspaceUsers(tx, actor.workspaceId);
     const target = await selectUser(tx, actor.workspaceId, userId);

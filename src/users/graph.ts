@@ -1,4 +1,5 @@
 import { capabilitiesOf, grantableRoles } from '../auth/access.js';
+import { signedIn } from '../context.js';
 import { builder } from '../graph/builder.js';
 import { connectionOf } from '../graph/connection.js';
 import { getUser, listUsers } from './service.js';
@@ -43,7 +44,7 @@ builder.queryFields((t) => ({
   me: t.field({
     type: AccountObject,
     description: 'The signed-in account, with its role, capabilities and grantable roles.',
-    resolve: (_root, _args, ctx) => getUser(ctx, ctx.actor?.userId ?? ''),
+    resolve: (_root, _args, ctx) => getUser(ctx, signedIn(ctx).actor.userId),
   }),
   users: t.field({
     type: AccountConnection,

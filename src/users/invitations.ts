@@ -1,10 +1,10 @@
 import { and, eq, isNull } from 'drizzle-orm';
 import { hashPassword } from '../auth/passwords.js';
 import { invitations } from '../auth/tables.js';
-import type { Actor, Context } from '../context.js';
+import { signedIn, type Actor, type Context } from '../context.js';
 import { refuse } from '../errors.js';
 import { workspaces } from '../workspaces/tables.js';
-import { assertWithinReach, DEFAULT_ROLE, parseRole, requireActor, selectUser } from './admin.js';
+import { assertWithinReach, DEFAULT_ROLE, parseRole, selectUser } from './admin.js';
 import {
   findLiveLink,
   issueLink,
@@ -58,7 +58,7 @@ export async function inviteUser(
   ctx: Context,
   input: { email: string; name: string; role?: string | null },
 ): Promise<InviteResult> {
-  const actor = requireActor(ctx);
+  const { actor } = signedIn(ctx);
   const email = parseEmail(input.email);
   const name = parseName(input.name);
   const role = input.role == null ? DEFAULT_ROLE : parseRole(ctx.access, input.role);
@@ -79,7 +79,7 @@ export async function inviteUser(
  * An account that already chose a password answers `invitation_not_pending`.
  */
 export async function resendInvite(ctx: Context, userId: string): Promise<InviteResult> {
-  const actor = requireActor(ctx);
+  const { actor } = signedIn(ctx);
   const { user, secret } = await ctx.database.db.transaction(async (tx) => {
     const user = await selectUser(tx, actor.workspaceId, userId);
     if (!user) throw refuse('user_not_found');

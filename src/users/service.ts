@@ -1,16 +1,10 @@
 import { and, asc, eq, sql } from 'drizzle-orm';
 import { hashPassword } from '../auth/passwords.js';
-import type { Context } from '../context.js';
+import { signedIn, type Context } from '../context.js';
 import type { Db } from '../db/client.js';
 import { refuse } from '../errors.js';
 import { users, type User } from './tables.js';
 import { decodeCursor, encodeCursor, pageSize, toPage, type Page } from '../paging/index.js';
-
-/** The signed-in caller's workspace; services run only for signed-in callers. */
-export function workspaceOf(ctx: Context): string {
-  if (!ctx.actor) throw refuse('authentication_required');
-  return ctx.actor.workspaceId;
-}
 
 export async function findUser(db: Db, workspaceId: string, id: string): Promise<User | undefined> {
   const [row] = await db
@@ -30,7 +24,7 @@ export async function userExists(db: Db, workspaceId: string, id: string): Promi
 }
 
 export async function getUser(ctx: Context, id: string): Promise<User> {
-  const user = await findUser(ctx.database.db, workspaceOf(ctx), id);
+  const user = await findUser(ctx.database.db, signedIn(ctx).workspaceId, id);
   if (!user) throw refuse('user_not_found');
   return user;
 }
@@ -56,7 +50,7 @@ export async function listUsers(
   args: { first?: number | null; after?: string | null },
 ): Promise<Page<User>> {
   const size = pageSize(args.first, ctx.config);
-  const workspaceId = workspaceOf(ctx);
+  const { workspaceId } = signedIn(ctx);
   const lowerName = sql<string>`lower(${users.name})`;
   let after;
   if (args.after) {

@@ -45,7 +45,8 @@ export const WebhookObject = builder.objectRef<Webhook>('Webhook').implement({
       // stays a statement a webhook, as docs/limits.md publishes it.
       extensions: costs({ cost: STATEMENT }),
       resolve: (webhook, args, ctx) =>
-        webhookLoaders(ctx)
+        ctx.loaders
+          .of(webhookLoaders)
           .deliveries(pageSize(args.first, ctx.config), args.status ?? null)
           .load(webhook.id),
     }),

@@ -1,5 +1,5 @@
 import { and, asc, eq, isNull, sql, type SQL } from 'drizzle-orm';
-import type { Context } from '../context.js';
+import { signedIn, type Context } from '../context.js';
 import { refuse } from '../errors.js';
 import type { LoadedPlugin } from '../plugin-host/host.js';
 import { judgeRegistration, parseWebhookUrl } from './address.js';
@@ -42,14 +42,9 @@ export interface CreatedWebhook {
   secret: string;
 }
 
-function actorOf(ctx: Context) {
-  if (!ctx.actor) throw refuse('authentication_required');
-  return ctx.actor;
-}
-
 /** Without manage_webhooks an account reaches only the webhooks it created. */
 function reach(ctx: Context): SQL | undefined {
-  const actor = actorOf(ctx);
+  const { actor } = signedIn(ctx);
   return actor.capabilities.has('manage_webhooks')
     ? undefined
     : eq(webhooks.createdBy, actor.userId);
@@ -59,7 +54,7 @@ export async function createWebhook(
   ctx: Context,
   input: { url: string; events: readonly string[] },
 ): Promise<CreatedWebhook> {
-  const actor = actorOf(ctx);
+  const { actor, workspaceId } = signedIn(ctx);
   const url = parseWebhookUrl(input.url);
   if (!url) throw refuse('webhook_url_invalid');
   const events = [...new Set(input.events.map((name) => name.trim()))].filter((n) => n !== '');
@@ -72,7 +67,7 @@ export async function createWebhook(
   const [webhook] = await ctx.database.db
     .insert(webhooks)
     .values({
-      workspaceId: actor.workspaceId,
+      workspaceId: workspaceId,
       url: url.toString(),
       events,
       secret,
@@ -115,7 +110,7 @@ export async function listWebhooks(
   ctx: Context,
   args: { first?: number | null; after?: string | null },
 ): Promise<Page<Webhook>> {
-  const actor = actorOf(ctx);
+  const { workspaceId } = signedIn(ctx);
   const size = pageSize(args.first, ctx.config);
   // Keyed by id alone: a timestamp cursor would lose PostgreSQL's microseconds.
   const after = args.after ? String(decodeCursor('webhooks', args.after, 1)[0]) : null;
@@ -124,7 +119,7 @@ export async function listWebhooks(
     .from(webhooks)
     .where(
       and(
-        eq(webhooks.workspaceId, actor.workspaceId),
+        eq(webhooks.workspaceId, workspaceId),
         isNull(webhooks.deletedAt),
         reach(ctx),
         after ? sql`${webhooks.id} > ${after}::uuid` : undefined,
@@ -136,14 +131,14 @@ export async function listWebhooks(
 }
 
 export async function deleteWebhook(ctx: Context, id: string): Promise<boolean> {
-  const actor = actorOf(ctx);
+  const { workspaceId } = signedIn(ctx);
   return ctx.database.db.transaction(async (tx) => {
     const deleted = await tx
       .update(webhooks)
       .set({ deletedAt: sql`now()` })
       .where(
         and(
-          eq(webhooks.workspaceId, actor.workspaceId),
+          eq(webhooks.workspaceId, workspaceId),
           eq(webhooks.id, id),
           isNull(webhooks.deletedAt),
           reach(ctx),
@@ -157,7 +152,7 @@ export async function deleteWebhook(ctx: Context, id: string): Promise<boolean> 
       .set({ status: 'failed', lastError: 'webhook deleted' })
       .where(
         and(
-          eq(webhookDeliveries.workspaceId, actor.workspaceId),
+          eq(webhookDeliveries.workspaceId, workspaceId),
           eq(webhookDeliveries.webhookId, id),
           eq(webhookDeliveries.status, 'pending'),
         ),

@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, describe, expect, jest, test } from '@jest/globals';
 import { drizzle } from 'drizzle-orm/postgres-js';
 import { randomUUID } from 'node:crypto';
-import { createContactLoaders, identitiesLoader } from '../../src/contacts/loaders.js';
+import { contactLoaders, identitiesLoader } from '../../src/contacts/loaders.js';
 import type { ContactIdentity } from '../../src/contacts/tables.js';
 import { createContactVia, freshWorkspaceHeaders } from '../support/contacts.js';
 import { startTestService, type TestService } from '../support/service.js';
@@ -67,7 +67,7 @@ describe('against the database', () => {
       casing: 'snake_case',
       logger: { logQuery: (query) => void statements.push(query) },
     });
-    const loaders = createContactLoaders(db, workspaceId);
+    const loaders = contactLoaders(db, workspaceId);
     const answers = await Promise.all(made.map((c) => loaders.identities.load(c.id)));
     expect(statements).toHaveLength(1);
     expect(statements[0]).toMatch(/from "contact_identities"/);
@@ -84,7 +84,7 @@ describe('against the database', () => {
       [{ channel: 'email', identifier: `p-${randomUUID()}@example.com` }],
       headers,
     );
-    const loaders = createContactLoaders(svc.db.database.db, svc.workspace.id);
+    const loaders = contactLoaders(svc.db.database.db, svc.workspace.id);
     expect(await loaders.identities.load(contact.id)).toEqual([]);
     expect(await loaders.contacts.load(contact.id)).toBeUndefined();
   });

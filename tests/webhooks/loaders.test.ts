@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { drizzle } from 'drizzle-orm/postgres-js';
 import { randomUUID } from 'node:crypto';
 import type { Db } from '../../src/db/client.js';
-import { createWebhookLoaders } from '../../src/webhooks/loaders.js';
+import { webhookLoaders } from '../../src/webhooks/loaders.js';
 import {
   webhookDeliveries,
   webhooks,
@@ -70,7 +70,7 @@ function counted(workspaceId: string) {
     casing: 'snake_case',
     logger: { logQuery: (query) => void statements.push(query) },
   });
-  return { statements, loaders: createWebhookLoaders(logged, workspaceId) };
+  return { statements, loaders: webhookLoaders(logged, workspaceId) };
 }
 
 describe('the deliveries loader', () => {

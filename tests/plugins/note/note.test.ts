@@ -1,7 +1,9 @@
 // The stock `note` plugin (SPEC 2.12), loaded the way a deployment loads it: every stock
 // plugin under plugins/, its migration from the test template.
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { drizzle } from 'drizzle-orm/postgres-js';
 import type { Context } from '../../../src/plugin-sdk/index.js';
+import { RequestLoaders } from '../../../src/loaders.js';
 import { NOTE_BODY_MAX } from '../../../plugins/note/index.js';
 import { contactNotes } from '../../../plugins/note/service.js';
 import { bearer, createUser, createWorkspace, tokenFor } from '../../support/factories.js';
@@ -232,19 +234,20 @@ describe('Contact.notes', () => {
   test('the notes of a page of contacts load in one query per request', async () => {
     const ids = [await contact(), await contact(), await contact()];
     for (const id of ids) await createNote(id, `note of ${id}`);
-    const real = svc.db.database.sql;
-    let queries = 0;
-    const counting = ((...args: Parameters<typeof real>) => {
-      queries += 1;
-      return (real as unknown as (...a: unknown[]) => unknown)(...args);
-    }) as unknown as typeof real;
+    const statements: string[] = [];
+    const logged = drizzle(svc.db.database.sql, {
+      casing: 'snake_case',
+      logger: { logQuery: (query) => void statements.push(query) },
+    });
     const ctx = {
+      database: { ...svc.db.database, db: logged },
       config: testConfig(),
-      database: { ...svc.db.database, sql: counting },
+      workspaceId: svc.workspace.id,
       actor: { workspaceId: svc.workspace.id, userId: svc.admin.id },
+      loaders: new RequestLoaders(logged, svc.workspace.id),
     } as unknown as Context;
     const lists = await Promise.all(ids.map((id) => contactNotes(ctx, id, null)));
-    expect(queries).toBe(1);
+    expect(statements).toHaveLength(1);
     expect(lists.map((notes) => notes.map((n) => n.body))).toEqual(
       ids.map((id) => [`note of ${id}`]),
     );
