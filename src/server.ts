@@ -6,6 +6,7 @@ import type { Config } from './config.js';
 import { createDatabase, SERVE_POOL_SIZE, type Database } from './db/client.js';
 import { createQueryGate } from './db/gate.js';
 import { startEventBus, type EventBus } from './events/bus.js';
+import { listenForCacheChanges } from './workspaces/cache.js';
 import {
   applyMigrations,
   coreMigrations,
@@ -91,6 +92,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     statementTimeoutMs: config.graph.operationTimeoutMs + STATEMENT_TIMEOUT_MARGIN_MS,
   });
   let events: EventBus | undefined;
+  let cacheChanges: { unlisten(): Promise<void> } | undefined;
   try {
     const plugins = await loadPlugins(options.plugins);
     const migrationSets = await migrateOnce(options.databaseUrl, plugins, log);
@@ -98,8 +100,20 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     const access = buildCatalogue(plugins);
     setEventCatalogue(plugins);
     events = await startEventBus(database, log);
-    return await listen({ config, log, database, plugins, migrationSets, schema, access, events });
+    cacheChanges = await listenForCacheChanges(database, config, log);
+    return await listen({
+      config,
+      log,
+      database,
+      plugins,
+      migrationSets,
+      schema,
+      access,
+      events,
+      cacheChanges,
+    });
   } catch (error) {
+    await cacheChanges?.unlisten();
     await events?.close();
     await database.close();
     throw error;
@@ -115,6 +129,7 @@ async function listen(deps: {
   schema: ReturnType<typeof buildSchema>;
   access: AccessCatalogue;
   events: EventBus;
+  cacheChanges: { unlisten(): Promise<void> };
 }): Promise<Service> {
   const { config, log, database, plugins, events } = deps;
   const cancel = new AbortController();
@@ -171,6 +186,7 @@ async function listen(deps: {
     stopHousekeeping();
     await webhookWorker.stop();
     await stopPlugins(plugins, config.http.shutdownStopGraceMs, log);
+    await deps.cacheChanges.unlisten();
     await events.close();
     await database.close();
     log.info('stopped');

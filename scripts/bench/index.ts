@@ -4,7 +4,8 @@
 //  - `{ version }` requests per second and latency, against a node:http handler that
 //    answers the same JSON (the ceiling of any Node server on this machine);
 //  - `me` through a token and through a session (a credential read per request);
-//  - sign-in latency (argon2id verification), one at a time.
+//  - sign-in latency (argon2id verification), one at a time;
+//  - a page of 200 contacts with 20 custom field values each (scripts/bench/fields.ts).
 import { createServer } from 'node:http';
 import { buildCatalogue } from '../../src/auth/access.js';
 import { parseSecret } from '../../src/auth/secrets.js';
@@ -13,6 +14,7 @@ import { createApiToken } from '../../src/auth/tokens.js';
 import { createDatabase } from '../../src/db/client.js';
 import { createAccount } from '../../src/users/service.js';
 import { createWorkspace } from '../../src/workspaces/service.js';
+import { fieldsRows, seedFields } from './fields.js';
 import { freePort, load, report, scratchDatabase, startServe } from './support.js';
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 8);
@@ -191,6 +193,16 @@ try {
   ];
   await meBaseline.close();
   report(rows, base);
+  await seedFields(db.url, graph, token_);
+  const [fieldsBase, fieldsSvc] = await fieldsRows({
+    databaseUrl: db.url,
+    graph,
+    token: token_,
+    connections,
+    seconds,
+  });
+  console.log('');
+  report([fieldsBase, fieldsSvc], fieldsBase);
   await baseline.close();
   await service.stop();
 } finally {

@@ -39,7 +39,11 @@ export function buildCatalogue(plugins: readonly LoadedPlugin[]): AccessCatalogu
           `plugin ${definition?.id}: role ${name} names unknown capabilities ${unknown.join(', ')}`,
         );
       }
-      roles.set(name, new Set(caps));
+      // A role the core or an earlier plugin declared gains the capabilities (a plugin
+      // grants its own to the stock admin); a new name is a new role.
+      const role = roles.get(name);
+      if (role) for (const capability of caps) role.add(capability);
+      else roles.set(name, new Set(caps));
     }
   }
   return { areas, capabilities, roles };

@@ -182,6 +182,22 @@ export async function contactExists(db: Db, workspaceId: string, id: string): Pr
   return row !== undefined;
 }
 
+/**
+ * A contact as a plugin returns it to the graph (`id` and `name`; the core resolves the
+ * rest), or undefined when the workspace holds no such contact.
+ */
+export async function findContactRef(
+  db: Db,
+  workspaceId: string,
+  id: string,
+): Promise<{ id: string; name: string } | undefined> {
+  const [row] = await db
+    .select({ id: contacts.id, name: contacts.name })
+    .from(contacts)
+    .where(and(eq(contacts.workspaceId, workspaceId), eq(contacts.id, id)));
+  return row;
+}
+
 /** Contacts by id, in one read; absent ids are left out. */
 export function selectContacts(db: Db, workspaceId: string, ids: readonly string[]) {
   return db

@@ -12,6 +12,7 @@ export type Scalars = {
   DateTime: { Input: Date; Output: Date | string };
   Date: { Input: string; Output: string };
   Upload: { Input: UploadedFile; Output: never };
+  JSON: { Input: unknown; Output: unknown };
 };
 
 export interface AuthScopes {

@@ -279,7 +279,8 @@ function literalAt(
               analysis,
               field.value,
               nullable as GraphQLInputType,
-              undefined,
+              // Inside a structured scalar (JSON) every string keeps the argument's limits.
+              limits,
               where,
               depth + 1,
             );
@@ -332,18 +333,23 @@ function valueRefusal(
   if (!isScalarType(nullable)) return null; // an enum: coercion judges it
   if (typeof value === 'string') return textRefusal(value, limits, site);
   if (isSpecifiedScalarType(nullable) || typeof value !== 'object') return null;
-  return anyRefusal(value, site, depth + 1);
+  return anyRefusal(value, limits, site, depth + 1);
 }
 
-/** Every string inside a structured scalar value, to DEPTH_MAX. */
-function anyRefusal(value: unknown, site: Site, depth: number): Refusal | null {
+/** Every string inside a structured scalar value, to DEPTH_MAX, under the argument's limits. */
+function anyRefusal(
+  value: unknown,
+  limits: InputLimits | undefined,
+  site: Site,
+  depth: number,
+): Refusal | null {
   if (depth > DEPTH_MAX) return tooDeep(site);
-  if (typeof value === 'string') return textRefusal(value, undefined, site);
+  if (typeof value === 'string') return textRefusal(value, limits, site);
   if (typeof value !== 'object' || value === null) return null;
   const entries = Array.isArray(value) ? value.entries() : Object.entries(value);
   for (const [key, item] of entries) {
     const where = typeof key === 'number' ? indexed(site, key) : named(site, key);
-    const refusal = anyRefusal(item, where, depth + 1);
+    const refusal = anyRefusal(item, limits, where, depth + 1);
     if (refusal) return refusal;
   }
   return null;

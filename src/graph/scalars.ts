@@ -1,4 +1,4 @@
-import { Kind, type ValueNode } from 'graphql';
+import { Kind, valueFromASTUntyped, type ValueNode } from 'graphql';
 import { AppError, refuse } from '../errors.js';
 import { builder, type UploadedFile } from './builder.js';
 
@@ -94,4 +94,13 @@ builder.scalarType('Upload', {
     return file as UploadedFile;
   },
   parseLiteral: literal('Upload', () => malformed('Upload')),
+});
+
+builder.scalarType('JSON', {
+  description:
+    'Any JSON value: an object, a list, a string, a number, a boolean or null. Fields that ' +
+    'take one say what they accept (custom field values, docs/fields.md).',
+  serialize: (value) => value,
+  parseValue: (value) => value,
+  parseLiteral: (node, variables) => valueFromASTUntyped(node, variables),
 });

@@ -57,7 +57,10 @@ export interface PluginDefinition {
   areas?: string[];
   /** Capabilities the plugin's roles may hold. */
   capabilities?: string[];
-  /** Further roles: name to the capabilities it holds. */
+  /**
+   * Roles and the capabilities they hold: a new name declares a role; a role that already
+   * exists (`admin`) gains them on top of its own.
+   */
   roles?: Record<string, string[]>;
   /** Webhook event names the plugin publishes (`chat.message.received`). */
   events?: string[];

@@ -2,6 +2,9 @@
  * Everything a plugin may import from the core (lint forbids any other path into src/).
  * See docs/plugins.md.
  */
+import type { ObjectRef } from '@pothos/core';
+import { ContactObject as CoreContactObject } from '../contacts/graph.js';
+import type { BuilderTypes } from '../graph/builder.js';
 import type { PluginDefinition } from '../plugin-host/definition.js';
 
 export type {
@@ -24,8 +27,15 @@ export type { Config } from '../config.js';
 export type { Database, Db } from '../db/client.js';
 export type { Logger } from '../log.js';
 export { builder } from '../graph/builder.js';
-/** Core types plugins may extend with `extendCoreType` (their fields get `{ id }` only). */
-export { ContactObject } from '../contacts/graph.js';
+/**
+ * The core Contact type: plugins extend it with `extendCoreType` (their fields get `{ id }`
+ * only), and a plugin field returning a contact answers `{ id, name }` (`findContactRef`);
+ * the core resolves the rest from the id (SPEC 4.5).
+ */
+export const ContactObject = CoreContactObject as unknown as ObjectRef<
+  BuilderTypes,
+  { id: string; name: string }
+>;
 /**
  * Core tables a plugin's own tables may name in a foreign key (`notes` → `contacts`).
  * drizzle-kit writes only the tables a plugin's tables.ts exports, so the constraint lands
@@ -34,8 +44,11 @@ export { ContactObject } from '../contacts/graph.js';
  * of a contact reaches it through the graph.
  */
 export { contacts } from '../contacts/tables.js';
-/** Whether the workspace holds a contact of this id (one indexed read). */
-export { contactExists } from '../contacts/queries.js';
+/**
+ * Whether the workspace holds a contact of this id, and the contact as a plugin returns it
+ * to the graph (`{ id, name }`), each one indexed read.
+ */
+export { contactExists, findContactRef } from '../contacts/queries.js';
 export { recordEvent } from '../events/service.js';
 export { registerChannel } from '../contacts/channels.js';
 export { pageSize } from '../paging/index.js';
@@ -62,6 +75,15 @@ export {
   type PerWorkspace,
   type CacheScope,
 } from '../workspaces/cache.js';
+/** Services plugins offer one another (the fields plugin's, for the importer). */
+export {
+  provideService,
+  findService,
+  type PluginServices,
+  type FieldsService,
+  type WritableField,
+  type CheckedFieldValues,
+} from './services.js';
 /** Asked before a channel stores an inbound delivery (SVC_TENANT_MACHINE_GRACE). */
 export { acceptChannelDelivery } from '../workspaces/service.js';
 

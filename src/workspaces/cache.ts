@@ -1,6 +1,9 @@
+import { sql } from 'drizzle-orm';
 import { LRUCache } from 'lru-cache';
 import type { Config } from '../config.js';
 import type { Database, Db } from '../db/client.js';
+import { payloadObject } from '../events/payload.js';
+import type { Logger } from '../log.js';
 import { findWorkspaceById } from './service.js';
 import type { Workspace } from './tables.js';
 
@@ -9,9 +12,10 @@ import type { Workspace } from './tables.js';
 // (name, deactivation) and whatever per-workspace definitions plugins declare with
 // `perWorkspace` (a fields plugin's field definitions). At most `held` workspaces are kept,
 // the least recently used dropped first with everything held for it; each value is reread
-// once it is `refreshMs` old. There is no cross-process invalidation: a change made through
-// one process (or a command) is seen by every other within the refresh time, and at once
-// by the process that made it when it calls `forget`. The credential reads
+// once it is `refreshMs` old. A change made through one process (or a command) is seen at
+// once by the process that made it when it calls `forget`, by every other within the
+// refresh time, or at once when the writer announces it with `changed` (a NOTIFY on
+// CACHE_CHANNEL that every serving process LISTENs to). The credential reads
 // (src/auth/credentials.ts) and channel-delivery checks never use this cache, so a
 // deactivation stops them at once.
 //
@@ -106,6 +110,11 @@ export class WorkspaceCache {
     if (name === undefined) this.workspaces.delete(workspaceId);
     else this.workspaces.peek(workspaceId)?.delete(name);
   }
+
+  /** Drops everything held (announcements may have been missed). */
+  clear(): void {
+    this.workspaces.clear();
+  }
 }
 
 export function createWorkspaceCache(options: WorkspaceCacheOptions): WorkspaceCache {
@@ -138,7 +147,17 @@ export interface PerWorkspace<T> {
   get(scope: CacheScope, workspaceId: string): Promise<T>;
   /** Makes this process reread the value on its next `get` (call it after a write). */
   forget(scope: CacheScope, workspaceId: string): void;
+  /**
+   * Announces, in the writing transaction `tx`, that the value changed: at commit every
+   * serving process (this one too) drops it and rereads on its next `get`; a rollback
+   * announces nothing. Call `forget` after the commit as well, so this process's next
+   * read cannot race its own announcement.
+   */
+  changed(tx: Db, workspaceId: string): Promise<void>;
 }
+
+/** The channel cache announcements travel on: `{ workspaceId, name }` as JSON. */
+export const CACHE_CHANNEL = 'svc_workspace_cache';
 
 /**
  * Declares a value kept per workspace in the process's cache (SVC_TENANTS_HELD,
@@ -156,7 +175,43 @@ export function perWorkspace<T>(
       ),
     forget: (scope, workspaceId) =>
       workspaceCacheOf(scope.database, scope.config).forget(workspaceId, name),
+    changed: async (tx, workspaceId) => {
+      await tx.execute(
+        sql`select pg_notify(${CACHE_CHANNEL}, ${JSON.stringify({ workspaceId, name })})`,
+      );
+    },
   };
+}
+
+/**
+ * Makes this process's cache drop what other processes announce with `changed`. After a
+ * lost connection everything is dropped, since announcements made meanwhile are lost.
+ */
+export async function listenForCacheChanges(
+  database: Database,
+  config: Config,
+  log: Logger,
+): Promise<{ unlisten(): Promise<void> }> {
+  const cache = workspaceCacheOf(database, config);
+  let listens = 0;
+  return database.sql.listen(
+    CACHE_CHANNEL,
+    (payload) => {
+      const notice = cacheNotice(payload);
+      if (notice) cache.forget(notice.workspaceId, notice.name);
+      else log.warn({ channel: CACHE_CHANNEL }, 'cache notice unreadable, skipped');
+    },
+    () => {
+      listens += 1;
+      if (listens > 1) cache.clear();
+    },
+  );
+}
+
+function cacheNotice(payload: string): { workspaceId: string; name: string } | null {
+  const notice = payloadObject(payload);
+  const { workspaceId, name } = notice ?? {};
+  return typeof workspaceId === 'string' && typeof name === 'string' ? { workspaceId, name } : null;
 }
 
 const workspaceFields = perWorkspace<Workspace | undefined>('workspace', findWorkspaceById);

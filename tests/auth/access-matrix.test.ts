@@ -14,7 +14,7 @@ import {
   type GraphQLObjectType,
 } from 'graphql';
 import { randomUUID } from 'node:crypto';
-import { coreAreas, scopesAllow, type AccessRule, type Scope } from '../../src/auth/access.js';
+import { scopesAllow, type AccessRule, type Scope } from '../../src/auth/access.js';
 import { buildSchema } from '../../src/graph/schema.js';
 import type { User } from '../../src/users/tables.js';
 import { bearer, createUser, sessionCookieFor, tokenFor } from '../support/factories.js';
@@ -22,6 +22,8 @@ import { startTestService, type TestService } from '../support/service.js';
 
 type Expected = 'open' | 'signed-in' | AccessRule;
 const manageUsers: AccessRule = { scope: 'users:write', capability: 'manage_users' };
+/** The fields plugin declares the capability; the stock admin holds it. */
+const manageFields: AccessRule = { scope: 'fields:write', capability: 'manage_fields' };
 
 const expectedRules: Record<string, Expected> = {
   'Query.me': 'signed-in',
@@ -59,6 +61,18 @@ const expectedRules: Record<string, Expected> = {
   'Mutation.deleteWebhook': { scope: 'webhooks:write' },
   // Streams are proven over Server-Sent Events in tests/events.
   'Subscription.coreEvent': 'signed-in',
+  // The stock plugins'.
+  'Query.notes': { scope: 'notes:read' },
+  'Mutation.noteCreate': { scope: 'notes:write' },
+  'Query.fields': { scope: 'fields:read' },
+  'Query.reservedFieldNames': { scope: 'fields:read' },
+  'Mutation.defineField': manageFields,
+  'Mutation.archiveField': manageFields,
+  'Mutation.orderFields': manageFields,
+  'Mutation.writeContactFields': { scope: 'contacts:write' },
+  'Mutation.addContactFieldEntry': { scope: 'contacts:write' },
+  'Mutation.updateContactFieldEntry': { scope: 'contacts:write' },
+  'Mutation.deleteContactFieldEntry': { scope: 'contacts:write' },
 };
 
 interface PothosExtensions {
@@ -166,7 +180,8 @@ let svc: TestService;
 const accounts: Record<string, User> = {};
 
 beforeAll(async () => {
-  svc = await startTestService();
+  // Every stock plugin is loaded, so their root fields are held to the table too.
+  svc = await startTestService({ plugins: {} });
   accounts.admin = svc.admin;
   accounts.member = await createUser(svc.db.database.db, svc.workspace, { role: 'member' });
   accounts.none = await createUser(svc.db.database.db, svc.workspace, { role: null });
@@ -194,7 +209,7 @@ function callers(): Caller[] {
       scopes: null,
       headers: async () => bearer(await tokenFor(db(), user())),
     });
-    for (const area of coreAreas) {
+    for (const area of svc.service.access.areas) {
       for (const access of ['read', 'write'] as const) {
         const scopes = [`${area}:${access}` as Scope];
         list.push({
@@ -202,7 +217,8 @@ function callers(): Caller[] {
           role,
           kind: 'token',
           scopes,
-          headers: async () => bearer(await tokenFor(db(), user(), { scopes })),
+          headers: async () =>
+            bearer(await tokenFor(db(), user(), { scopes, catalogue: svc.service.access })),
         });
       }
     }
@@ -220,7 +236,7 @@ describe('root field guards', () => {
 
   test('every kind of caller is let through or refused with the reason the rules give, on every root field', async () => {
     const capabilities: Record<string, Set<string>> = {
-      admin: new Set(['manage_users', 'manage_webhooks']),
+      admin: new Set(['manage_users', 'manage_webhooks', 'manage_fields']),
       member: new Set(),
       none: new Set(),
     };

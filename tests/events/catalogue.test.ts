@@ -67,6 +67,11 @@ const NOTE_CREATE = `mutation ($contactId: UUID!, $body: String!) {
   noteCreate(contactId: $contactId, body: $body) { id }
 }`;
 
+const DEFINE_FIELD = `mutation ($input: FieldDefineInput!) { defineField(input: $input) { id } }`;
+const WRITE_FIELDS = `mutation ($contactId: UUID!, $values: JSON!) {
+  writeContactFields(contactId: $contactId, values: $values) { id }
+}`;
+
 /** One write per event name, answering the fields its event's `data` must hold. */
 const TRIGGERS: Record<string, Trigger> = {
   'contact.created': async () => {
@@ -108,6 +113,17 @@ const TRIGGERS: Record<string, Trigger> = {
     const id = await task('Finish me');
     await updateTask(id, { status: 'done' });
     return { taskId: id, status: 'done' };
+  },
+  'contact.fields_changed': async () => {
+    const about = await contact('Has fields');
+    const input = { name: 'tier', label: 'Tier', kind: 'text' };
+    expect((await svc.graph(DEFINE_FIELD, { input })).body.errors).toBeUndefined();
+    const { body } = await svc.graph(WRITE_FIELDS, {
+      contactId: about.id,
+      values: { tier: 'Gold' },
+    });
+    expect(body.errors).toBeUndefined();
+    return { contactId: about.id, fields: ['tier'] };
   },
   'note.created': async () => {
     const about = await contact('Noted');

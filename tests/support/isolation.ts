@@ -84,6 +84,14 @@ export const ISOLATION_CASES: Readonly<Record<string, string>> = {
   'deleteWebhook(id)': 'isolation-more.test.ts',
   'notes(contactId)': 'isolation-more.test.ts',
   'noteCreate(contactId)': 'isolation-more.test.ts',
+  'archiveField(id)': 'isolation-fields.test.ts',
+  'orderFields(ids)': 'isolation-fields.test.ts',
+  'writeContactFields(contactId)': 'isolation-fields.test.ts',
+  'addContactFieldEntry(contactId)': 'isolation-fields.test.ts',
+  'updateContactFieldEntry(contactId)': 'isolation-fields.test.ts',
+  'updateContactFieldEntry(entryId)': 'isolation-fields.test.ts',
+  'deleteContactFieldEntry(contactId)': 'isolation-fields.test.ts',
+  'deleteContactFieldEntry(entryId)': 'isolation-fields.test.ts',
 };
 
 /**

@@ -1,0 +1,70 @@
+// Services one plugin offers the others. The contract of each lives here, in the SDK, so a
+// plugin calling another imports only the SDK; the plugin that implements it registers it
+// with `provideService` when its backend loads.
+import type { Db } from '../db/client.js';
+import type { AppError } from '../errors.js';
+import type { CacheScope } from '../workspaces/cache.js';
+
+/** A live custom field another plugin may write (every kind but the repeater). */
+export interface WritableField {
+  id: string;
+  name: string;
+  label: string;
+  kind: string;
+  /** A select's options. */
+  options?: readonly string[];
+  /** A currency field's ISO 4217 code. */
+  currency?: string;
+}
+
+/** Values judged against a workspace's fields, ready for `writeValues`. */
+export interface CheckedFieldValues {
+  /** Each named field with its stored form; `null` clears it. */
+  readonly values: readonly { field: WritableField; value: unknown }[];
+}
+
+/** What the `fields` plugin offers (docs/fields.md, "From another plugin"). */
+export interface FieldsService {
+  /** The workspace's live fields a value can be written to, in the workspace's order. */
+  writableFields(scope: CacheScope, workspaceId: string): Promise<readonly WritableField[]>;
+  /**
+   * Judges an object of names to values against `fields`, as `writeContactFields` does:
+   * the stored forms, or the refusal the graph would answer (`values_not_an_object`,
+   * `field_unknown`, `field_repeater_entries_only`, `value_kind_mismatch`).
+   */
+  checkValues(fields: readonly WritableField[], values: unknown): CheckedFieldValues | AppError;
+  /**
+   * Writes checked values of a contact inside the caller's transaction and records
+   * `contact.fields_changed` there. The contact must be the workspace's (a foreign key
+   * refuses another).
+   */
+  writeValues(
+    tx: Db,
+    input: {
+      workspaceId: string;
+      contactId: string;
+      actorUserId: string | null;
+      checked: CheckedFieldValues;
+    },
+  ): Promise<void>;
+}
+
+/** Every plugin service by the id of the plugin that provides it. */
+export interface PluginServices {
+  fields: FieldsService;
+}
+
+const provided = new Map<keyof PluginServices, unknown>();
+
+/** Registers the service a plugin provides (its backend does this when it loads). */
+export function provideService<K extends keyof PluginServices>(
+  id: K,
+  service: PluginServices[K],
+): void {
+  provided.set(id, service);
+}
+
+/** Another plugin's service; undefined when that plugin is not installed. */
+export function findService<K extends keyof PluginServices>(id: K): PluginServices[K] | undefined {
+  return provided.get(id) as PluginServices[K] | undefined;
+}
