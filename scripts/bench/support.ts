@@ -2,20 +2,17 @@
 // and autocannon runs reported side by side with a baseline measured in the same run.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { createServer } from 'node:net';
 import path from 'node:path';
 import autocannon from 'autocannon';
 import postgres from 'postgres';
+import { withDatabaseName } from '../../src/db/client.js';
+import { freePort } from '../../src/dev/free-port.js';
+
+export { freePort };
 
 export const root = path.resolve(import.meta.dirname, '../..');
 export const adminUrl =
   process.env.SVC_BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-
-export function databaseUrl(name: string): string {
-  const url = new URL(adminUrl);
-  url.pathname = `/${name}`;
-  return url.toString();
-}
 
 export async function scratchDatabase(): Promise<{
   name: string;
@@ -28,24 +25,13 @@ export async function scratchDatabase(): Promise<{
   await admin.end();
   return {
     name,
-    url: databaseUrl(name),
+    url: withDatabaseName(adminUrl, name),
     async drop() {
       const again = postgres(adminUrl, { max: 1, onnotice: () => {} });
       await again.unsafe(`drop database if exists "${name}" with (force)`);
       await again.end();
     },
   };
-}
-
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
-  });
 }
 
 export interface RunningService {

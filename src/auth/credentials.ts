@@ -1,4 +1,5 @@
-import { and, eq, sql } from 'drizzle-orm';
+import { and, eq, sql, type SQL } from 'drizzle-orm';
+import type { PgColumn } from 'drizzle-orm/pg-core';
 import type { Actor } from '../context.js';
 import type { Db } from '../db/client.js';
 import { users } from '../users/tables.js';
@@ -50,60 +51,64 @@ function preparedPer<T>(build: (db: Db) => T): (db: Db) => T {
   };
 }
 
+/**
+ * One credential row by its key, with the account it signs in: found only while that
+ * account is enabled, its workspace active and the credential's own `live` tests hold.
+ */
+function credentialLookup<F extends Record<string, PgColumn>>(
+  db: Db,
+  credential: typeof apiTokens | typeof sessions,
+  fields: F,
+  live: SQL[],
+  name: string,
+) {
+  return db
+    .select({ ...fields, userId: users.id, role: users.role })
+    .from(credential)
+    .innerJoin(
+      users,
+      and(eq(users.workspaceId, credential.workspaceId), eq(users.id, credential.userId)),
+    )
+    .innerJoin(workspaces, eq(workspaces.id, credential.workspaceId))
+    .where(
+      and(
+        eq(credential.workspaceId, sql.placeholder('workspaceId')),
+        eq(credential.id, sql.placeholder('id')),
+        ...live,
+        sql`${users.disabledAt} is null`,
+        sql`${workspaces.deactivatedAt} is null`,
+      ),
+    )
+    .prepare(name);
+}
+
 const tokenLookup = preparedPer((db) =>
-  db
-    .select({
+  credentialLookup(
+    db,
+    apiTokens,
+    {
       secretHash: apiTokens.secretHash,
       name: apiTokens.name,
       scopes: apiTokens.scopes,
       lastUsedAt: apiTokens.lastUsedAt,
       expiresAt: apiTokens.expiresAt,
-      userId: users.id,
-      role: users.role,
-    })
-    .from(apiTokens)
-    .innerJoin(
-      users,
-      and(eq(users.workspaceId, apiTokens.workspaceId), eq(users.id, apiTokens.userId)),
-    )
-    .innerJoin(workspaces, eq(workspaces.id, apiTokens.workspaceId))
-    .where(
-      and(
-        eq(apiTokens.workspaceId, sql.placeholder('workspaceId')),
-        eq(apiTokens.id, sql.placeholder('id')),
-        sql`${apiTokens.revokedAt} is null`,
-        sql`(${apiTokens.expiresAt} is null or ${apiTokens.expiresAt} > now())`,
-        sql`${users.disabledAt} is null`,
-        sql`${workspaces.deactivatedAt} is null`,
-      ),
-    )
-    .prepare('svc_token_lookup'),
+    },
+    [
+      sql`${apiTokens.revokedAt} is null`,
+      sql`(${apiTokens.expiresAt} is null or ${apiTokens.expiresAt} > now())`,
+    ],
+    'svc_token_lookup',
+  ),
 );
 
 const sessionLookup = preparedPer((db) =>
-  db
-    .select({
-      secretHash: sessions.secretHash,
-      expiresAt: sessions.expiresAt,
-      userId: users.id,
-      role: users.role,
-    })
-    .from(sessions)
-    .innerJoin(
-      users,
-      and(eq(users.workspaceId, sessions.workspaceId), eq(users.id, sessions.userId)),
-    )
-    .innerJoin(workspaces, eq(workspaces.id, sessions.workspaceId))
-    .where(
-      and(
-        eq(sessions.workspaceId, sql.placeholder('workspaceId')),
-        eq(sessions.id, sql.placeholder('id')),
-        sql`${sessions.expiresAt} > now()`,
-        sql`${users.disabledAt} is null`,
-        sql`${workspaces.deactivatedAt} is null`,
-      ),
-    )
-    .prepare('svc_session_lookup'),
+  credentialLookup(
+    db,
+    sessions,
+    { secretHash: sessions.secretHash, expiresAt: sessions.expiresAt },
+    [sql`${sessions.expiresAt} > now()`],
+    'svc_session_lookup',
+  ),
 );
 
 async function actorFromToken(

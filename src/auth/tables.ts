@@ -1,15 +1,6 @@
 import { sql } from 'drizzle-orm';
-import {
-  customType,
-  foreignKey,
-  index,
-  pgTable,
-  primaryKey,
-  text,
-  timestamp,
-  uuid,
-} from 'drizzle-orm/pg-core';
-import { createdAt, workspaceOwned } from '../db/columns.js';
+import { customType, index, pgTable, text, timestamp, uuid } from 'drizzle-orm/pg-core';
+import { createdAt, sameWorkspaceRef, workspaceKey, workspaceOwned } from '../db/columns.js';
 import { users } from '../users/tables.js';
 
 /** SHA-256 of a secret; the secret itself is never stored. */
@@ -17,10 +8,7 @@ export const digest = customType<{ data: Buffer }>({ dataType: () => 'bytea' });
 
 /** The account a workspace-owned row belongs to, keyed by workspace first. */
 function ownedByUser<T extends { workspaceId: never; userId: never }>(t: T) {
-  return foreignKey({
-    columns: [t.workspaceId, t.userId],
-    foreignColumns: [users.workspaceId, users.id],
-  }).onDelete('cascade');
+  return sameWorkspaceRef(t, t.userId, users).onDelete('cascade');
 }
 
 /** Browser sessions (SPEC 5): server-side, 30 days, removed hourly once expired. */
@@ -34,7 +22,7 @@ export const sessions = pgTable(
     expiresAt: timestamp({ withTimezone: true }).notNull(),
   },
   (t) => [
-    primaryKey({ columns: [t.workspaceId, t.id] }),
+    workspaceKey(t),
     ownedByUser(t as never),
     index('sessions_user_idx').on(t.workspaceId, t.userId),
     index('sessions_expires_idx').on(t.expiresAt),
@@ -59,7 +47,7 @@ export const apiTokens = pgTable(
     lastUsedAt: timestamp({ withTimezone: true }),
   },
   (t) => [
-    primaryKey({ columns: [t.workspaceId, t.id] }),
+    workspaceKey(t),
     ownedByUser(t as never),
     index('api_tokens_user_idx').on(t.workspaceId, t.userId),
   ],
@@ -78,7 +66,7 @@ function linkTable(name: 'invitations' | 'password_resets') {
       usedAt: timestamp({ withTimezone: true }),
     },
     (t) => [
-      primaryKey({ columns: [t.workspaceId, t.id] }),
+      workspaceKey(t),
       ownedByUser(t as never),
       index(`${name}_user_idx`).on(t.workspaceId, t.userId),
     ],

@@ -3,10 +3,12 @@ import { userInfo } from 'node:os';
 import type { ConfigProblem, LoadedConfig } from '../config.js';
 import { createDatabase, type Database, type Db } from '../db/client.js';
 import { applyMigrations, coreMigrations, withMigrationLock } from '../db/migrate.js';
-import type { Logger } from '../log.js';
+import { createLogger, type Logger } from '../log.js';
 import { checkPassword } from '../users/rules.js';
+import type { User } from '../users/tables.js';
+import type { Workspace } from '../workspaces/tables.js';
 import { RecordNotStored, storeAccountRecord, type NewAccountRecord } from '../records/service.js';
-import { problemsStoppingPluginCommands, stopOn } from './config.js';
+import { commandConfig, problemsStoppingPluginCommands, stopOn } from './config.js';
 import { commandDatabase, withoutPassword, type CommandDatabase } from './database.js';
 import { CommandError, UsageError } from './errors.js';
 import { forOption } from './options.js';
@@ -42,6 +44,19 @@ export function operatorOf(as: string | undefined): Operator {
   return { actor: name, fromOsUser: true };
 }
 
+/** `-as`, which every account command takes. */
+export const asArg = {
+  type: 'string',
+  description: 'operator named in the account-change record (default: the OS user name)',
+} as const;
+
+/** The password option of a command creating an account; see `passwordFrom`. */
+export const newPasswordArg = {
+  type: 'string',
+  description:
+    'sign-in password (12 to 1024 characters); left out, it is read from stdin when stdin is not a terminal, else generated and printed once',
+} as const;
+
 function problemsWith(problems: ConfigProblem[], variable: string): ConfigProblem[] {
   return problems.filter((problem) => problem.variable === variable);
 }
@@ -53,6 +68,22 @@ function problemsWith(problems: ConfigProblem[], variable: string): ConfigProble
 export function recordTimeoutMs({ config, problems }: LoadedConfig): number {
   stopOn(problemsWith(problems, 'SVC_COMMAND_RECORD_TIMEOUT'));
   return config.commands.recordTimeoutMs;
+}
+
+export interface AccountCommandStart {
+  operator: Operator;
+  loaded: LoadedConfig;
+  timeoutMs: number;
+}
+
+/**
+ * What an account command settles before it touches the database, in the order its
+ * refusals are reported: the operator, then the configuration's record timeout.
+ */
+export function startAccountCommand(as: string | undefined): AccountCommandStart {
+  const operator = operatorOf(as);
+  const loaded = commandConfig();
+  return { operator, loaded, timeoutMs: recordTimeoutMs(loaded) };
 }
 
 /** Stops on a refused command-record variable unless its option was given instead. */
@@ -178,4 +209,53 @@ export async function passwordFrom(
   const piped = await passwordFromStdin();
   if (piped !== null) return [forOption('stdin password', () => checkPassword(piped)), 'stdin'];
   return [generatePassword(), 'generated'];
+}
+
+/** What a command creating an admin says about the account and puts in its record. */
+export interface AdminReport {
+  /** The line on stdout naming the new account. */
+  said: string;
+  command: string;
+  /** Record detail beyond the account's own (id, name, role, password source). */
+  detail: Record<string, unknown>;
+  /** The change, for the failure that says it stays when its record is not stored. */
+  change: string;
+}
+
+/**
+ * The run `account:create-admin` and `workspace:create` share once their own options are
+ * read: `-as` and the configuration (`startAccountCommand`), the password (`passwordFrom`),
+ * `create` under `migrateThenChange`, the report with a generated password printed once,
+ * and the account-change record.
+ */
+export async function createAdminAndRecord<T extends { user: User; workspace: Workspace }>(
+  as: string | undefined,
+  passwordOption: [option: string, given: string | undefined],
+  create: (db: Db, password: string) => Promise<T>,
+  report: (created: T) => AdminReport,
+): Promise<void> {
+  const { operator, loaded, timeoutMs } = startAccountCommand(as);
+  const [password, passwordSource] = await passwordFrom(...passwordOption);
+  await withDatabase(loaded, async (database) => {
+    const created = await migrateThenChange(database, loaded, createLogger(), (db) =>
+      create(db, password),
+    );
+    const { user, workspace } = created;
+    const { said, command, detail, change } = report(created);
+    console.log(said);
+    if (passwordSource === 'generated') console.log(`password: ${password}`);
+    const account = { accountId: user.id, name: user.name, role: user.role, passwordSource };
+    await recordChange(
+      database.db,
+      operator,
+      {
+        command,
+        workspaceId: workspace.id,
+        subject: user.email,
+        detail: { ...detail, ...account },
+      },
+      timeoutMs,
+      change,
+    );
+  });
 }

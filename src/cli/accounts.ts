@@ -64,6 +64,13 @@ export interface Account {
   workspace: Workspace;
 }
 
+/** `-workspace` beside the `-email` that `requireAccount` reads, for the token commands. */
+export const ownerWorkspaceArg = {
+  type: 'string',
+  description:
+    "id or name of the owner's workspace, needed when the address has accounts in several",
+} as const;
+
 /**
  * The account `-email` (and `-workspace`, when given) names. An address held in several
  * workspaces without `-workspace` is a usage error naming `-workspace`.

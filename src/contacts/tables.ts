@@ -1,16 +1,6 @@
 import { sql } from 'drizzle-orm';
-import {
-  bigint,
-  foreignKey,
-  index,
-  pgTable,
-  primaryKey,
-  text,
-  timestamp,
-  uniqueIndex,
-  uuid,
-} from 'drizzle-orm/pg-core';
-import { createdAt, workspaceOwned } from '../db/columns.js';
+import { bigint, index, pgTable, text, timestamp, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
+import { createdAt, sameWorkspaceRef, workspaceKey, workspaceOwned } from '../db/columns.js';
 import { workspaces } from '../workspaces/tables.js';
 
 /** People the workspace works with (SPEC 2.3). */
@@ -23,7 +13,7 @@ export const contacts = pgTable(
     updatedAt: timestamp({ withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [
-    primaryKey({ columns: [t.workspaceId, t.id] }),
+    workspaceKey(t),
     // Pages ordered by name (the default) and by creation walk these.
     index('contacts_name_idx').on(t.workspaceId, sql`lower(${t.name})`, t.id),
     index('contacts_created_idx').on(t.workspaceId, t.createdAt, t.id),
@@ -54,11 +44,8 @@ export const contactIdentities = pgTable(
     createdAt: createdAt(),
   },
   (t) => [
-    primaryKey({ columns: [t.workspaceId, t.id] }),
-    foreignKey({
-      columns: [t.workspaceId, t.contactId],
-      foreignColumns: [contacts.workspaceId, contacts.id],
-    }).onDelete('cascade'),
+    workspaceKey(t),
+    sameWorkspaceRef(t, t.contactId, contacts).onDelete('cascade'),
     uniqueIndex('contact_identities_key').on(t.workspaceId, t.channel, t.identifierKey),
     index('contact_identities_contact_idx').on(t.workspaceId, t.contactId),
     index('contact_identities_channel_idx').on(t.workspaceId, t.channel, t.contactId),

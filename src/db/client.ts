@@ -23,6 +23,13 @@ export interface DatabaseOptions {
   statementTimeoutMs?: number;
 }
 
+/** `url` naming the database `name` on the same server, with the same credentials. */
+export function withDatabaseName(url: string, name: string): string {
+  const named = new URL(url);
+  named.pathname = `/${name}`;
+  return named.toString();
+}
+
 /** Connections `svc serve` keeps open to PostgreSQL per process. */
 export const SERVE_POOL_SIZE = 10;
 

@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import { timestamp, uuid } from 'drizzle-orm/pg-core';
+import { foreignKey, primaryKey, timestamp, uuid, type AnyPgColumn } from 'drizzle-orm/pg-core';
 import { workspaces } from '../workspaces/tables.js';
 
 /**
@@ -15,6 +15,26 @@ export function workspaceOwned() {
       .notNull()
       .default(sql`gen_random_uuid()`),
   };
+}
+
+/** The primary key of a workspace-owned table: its workspace first, then its id. */
+export function workspaceKey(t: { workspaceId: AnyPgColumn; id: AnyPgColumn }) {
+  return primaryKey({ columns: [t.workspaceId, t.id] });
+}
+
+/**
+ * A reference from `column` of a workspace-owned row to a row of `target` in the same
+ * workspace, keyed by workspace first like the primary key it points at.
+ */
+export function sameWorkspaceRef(
+  t: { workspaceId: AnyPgColumn },
+  column: AnyPgColumn,
+  target: { workspaceId: AnyPgColumn; id: AnyPgColumn },
+) {
+  return foreignKey({
+    columns: [t.workspaceId, column],
+    foreignColumns: [target.workspaceId, target.id],
+  });
 }
 
 export function createdAt() {

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import path from 'node:path';
 import type { Logger } from '../log.js';
+import { freePort } from './free-port.js';
 
 export interface EmbeddedDatabase {
   url: string;
@@ -130,17 +130,6 @@ async function importWithoutExitHooks() {
     }
   }
   return EmbeddedPostgres;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
-  });
 }
 
 /**

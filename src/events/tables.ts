@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm';
-import { index, jsonb, pgTable, primaryKey, text, timestamp, uuid } from 'drizzle-orm/pg-core';
-import { workspaceOwned } from '../db/columns.js';
+import { index, jsonb, pgTable, text, timestamp, uuid } from 'drizzle-orm/pg-core';
+import { workspaceKey, workspaceOwned } from '../db/columns.js';
 
 /**
  * Every write's event, recorded in the write's own transaction (docs/events.md). Live
@@ -24,10 +24,7 @@ export const events = pgTable(
       .notNull()
       .default(sql`clock_timestamp()`),
   },
-  (t) => [
-    primaryKey({ columns: [t.workspaceId, t.id] }),
-    index('events_workspace_at_idx').on(t.workspaceId, t.at),
-  ],
+  (t) => [workspaceKey(t), index('events_workspace_at_idx').on(t.workspaceId, t.at)],
 );
 
 export type Event = typeof events.$inferSelect;

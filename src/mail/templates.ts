@@ -165,24 +165,26 @@ function render(template: Template, values: Record<string, string>): RenderedMai
   return { subject: fill(template.subject, cleaned).trim(), text: fill(template.body, cleaned) };
 }
 
-export function renderInvite(templates: MailTemplates, vars: InviteVars): RenderedMail {
-  return render(templates.invite, {
+/** The values both mails fill in: each carries a link for one account, for a while. */
+function linkValues(vars: ResetVars): Record<string, string> {
+  return {
     link: vars.link,
     email: vars.email,
     name: vars.name || vars.email,
     expiresIn: humanDuration(vars.expiresInMs),
+  };
+}
+
+export function renderInvite(templates: MailTemplates, vars: InviteVars): RenderedMail {
+  return render(templates.invite, {
+    ...linkValues(vars),
     workspace: vars.workspace,
     inviter: vars.inviter,
   });
 }
 
 export function renderReset(templates: MailTemplates, vars: ResetVars): RenderedMail {
-  return render(templates.reset, {
-    link: vars.link,
-    email: vars.email,
-    name: vars.name || vars.email,
-    expiresIn: humanDuration(vars.expiresInMs),
-  });
+  return render(templates.reset, linkValues(vars));
 }
 
 const UNITS: ReadonlyArray<readonly [number, string]> = [

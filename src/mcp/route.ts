@@ -2,35 +2,21 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import type { AccessCatalogue } from '../auth/access.js';
 import { resolveCredential } from '../auth/credentials.js';
-import type { Config } from '../config.js';
 import { createContext, type Actor } from '../context.js';
-import type { Database } from '../db/client.js';
-import type { QueryGate } from '../db/gate.js';
-import type { EventBus } from '../events/bus.js';
-import { GRAPH_PATH, type GraphServer } from '../graph/server.js';
-import type { createCancellation } from '../http/cancellation.js';
-import type { Slots } from '../http/guards/slots.js';
+import { GRAPH_PATH } from '../graph/server.js';
+import type { GraphRouteDeps } from '../http/graph-route.js';
 import { readBody, sendJson } from '../http/node-fetch-bridge.js';
 import { refuse } from '../errors.js';
-import type { Logger } from '../log.js';
 import { createMcpServer, type GraphAnswer, type GraphRunner } from './server.js';
 
 export const MCP_PATH = '/api/mcp';
 
-export interface McpRouteDeps {
-  config: Config;
-  database: Database;
-  gate: QueryGate;
-  log: Logger;
-  access: AccessCatalogue;
-  graph: GraphServer;
-  cancellation: ReturnType<typeof createCancellation>;
-  events: EventBus;
-  /** The graph route's per-user operation slots (SVC_GRAPH_OPERATIONS_PER_USER). */
-  operationSlots: Slots;
-}
+/**
+ * The agent endpoint runs graph operations the way the graph route does, so it takes the
+ * same services, its per-user operation slots (SVC_GRAPH_OPERATIONS_PER_USER) among them.
+ */
+export type McpRouteDeps = GraphRouteDeps;
 
 function rpcError(res: ServerResponse, status: number, code: number, message: string) {
   sendJson(res, status, { jsonrpc: '2.0', error: { code, message }, id: null });

@@ -1,17 +1,7 @@
 import { sql } from 'drizzle-orm';
-import {
-  date,
-  foreignKey,
-  index,
-  pgTable,
-  primaryKey,
-  text,
-  timestamp,
-  uniqueIndex,
-  uuid,
-} from 'drizzle-orm/pg-core';
+import { date, index, pgTable, text, timestamp, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
 import { contacts } from '../contacts/tables.js';
-import { createdAt, workspaceOwned } from '../db/columns.js';
+import { createdAt, sameWorkspaceRef, workspaceKey, workspaceOwned } from '../db/columns.js';
 import { users } from '../users/tables.js';
 
 /** Work owned by one account, optionally about a contact (SPEC 2.4). */
@@ -35,15 +25,9 @@ export const tasks = pgTable(
     completedAt: timestamp({ withTimezone: true }),
   },
   (t) => [
-    primaryKey({ columns: [t.workspaceId, t.id] }),
-    foreignKey({
-      columns: [t.workspaceId, t.contactId],
-      foreignColumns: [contacts.workspaceId, contacts.id],
-    }),
-    foreignKey({
-      columns: [t.workspaceId, t.assigneeId],
-      foreignColumns: [users.workspaceId, users.id],
-    }),
+    workspaceKey(t),
+    sameWorkspaceRef(t, t.contactId, contacts),
+    sameWorkspaceRef(t, t.assigneeId, users),
     // A create carrying an origin event is made once (replay).
     uniqueIndex('tasks_origin_key')
       .on(t.workspaceId, t.originSource, t.originEventId)

@@ -5,15 +5,7 @@ import { signedIn, type Actor, type Context } from '../context.js';
 import { refuse } from '../errors.js';
 import { workspaces } from '../workspaces/tables.js';
 import { assertWithinReach, DEFAULT_ROLE, parseRole, selectUser } from './admin.js';
-import {
-  findLiveLink,
-  issueLink,
-  linkAddress,
-  signIn,
-  spendLink,
-  withMail,
-  type Tx,
-} from './links.js';
+import { findLiveLink, followLink, issueLink, linkAddress, withMail, type Tx } from './links.js';
 import { checkPassword, parseEmail, parseName } from './rules.js';
 import { findUserByEmail } from './service.js';
 import { users, type User } from './tables.js';
@@ -146,23 +138,8 @@ export async function acceptInvitation(
   if (!link) throw refuse('link_invalid');
   const name = input.name == null ? null : parseName(input.name);
   const passwordHash = await hashPassword(checkPassword(input.password));
-  const user = await ctx.database.db.transaction(async (tx) => {
-    if (!(await spendLink(tx, 'invitation', link))) throw refuse('link_invalid');
-    const [user] = await tx
-      .update(users)
-      .set({ passwordHash, ...(name === null ? {} : { name }) })
-      .where(
-        and(
-          eq(users.workspaceId, link.workspaceId),
-          eq(users.id, link.userId),
-          isNull(users.passwordHash),
-          isNull(users.disabledAt),
-        ),
-      )
-      .returning();
-    if (!user) throw refuse('link_invalid');
-    return user;
+  return followLink(ctx, 'invitation', link, {
+    passwordHash,
+    ...(name === null ? {} : { name }),
   });
-  await signIn(ctx, user);
-  return user;
 }

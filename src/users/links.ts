@@ -1,13 +1,14 @@
 import { randomUUID } from 'node:crypto';
-import { and, eq, gt, isNull, sql } from 'drizzle-orm';
+import { and, eq, gt, isNotNull, isNull, sql } from 'drizzle-orm';
 import { parseSecret, mintSecret, secretMatches } from '../auth/secrets.js';
 import { createSession, sessionCookie } from '../auth/sessions.js';
 import { invitations, passwordResets } from '../auth/tables.js';
 import type { Context } from '../context.js';
 import type { Db } from '../db/client.js';
+import { refuse } from '../errors.js';
 import { createMailService, mailLink, type MailLinkPath, type MailService } from '../mail/index.js';
 import { workspaces } from '../workspaces/tables.js';
-import type { User } from './tables.js';
+import { users, type User } from './tables.js';
 
 /** A transaction of `Db`, for helpers that run inside one. */
 export type Tx = Parameters<Parameters<Db['transaction']>[0]>[0];
@@ -107,6 +108,41 @@ export async function spendLink(tx: Tx, kind: LinkKind, link: LiveLink): Promise
     )
     .returning({ id: table.id });
   return spent.length === 1;
+}
+
+/**
+ * Follows `link`: spends it and makes `changes` (a new password hash, perhaps a name) to
+ * its account in one transaction, then signs the caller in. The account must be enabled
+ * and, for an invitation, not yet activated or, for a reset, activated; else
+ * `link_invalid`. `alsoInTx` runs in that transaction once the account is changed.
+ */
+export async function followLink(
+  ctx: Context,
+  kind: LinkKind,
+  link: LiveLink,
+  changes: { passwordHash: string; name?: string },
+  alsoInTx: (tx: Tx, user: User) => Promise<void> = async () => {},
+): Promise<User> {
+  const user = await ctx.database.db.transaction(async (tx) => {
+    if (!(await spendLink(tx, kind, link))) throw refuse('link_invalid');
+    const [user] = await tx
+      .update(users)
+      .set(changes)
+      .where(
+        and(
+          eq(users.workspaceId, link.workspaceId),
+          eq(users.id, link.userId),
+          kind === 'reset' ? isNotNull(users.passwordHash) : isNull(users.passwordHash),
+          isNull(users.disabledAt),
+        ),
+      )
+      .returning();
+    if (!user) throw refuse('link_invalid');
+    await alsoInTx(tx, user);
+    return user;
+  });
+  await signIn(ctx, user);
+  return user;
 }
 
 /** Every unused link of one kind the account holds stops working. */

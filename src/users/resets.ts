@@ -11,10 +11,9 @@ import {
   countLiveLinks,
   deleteLink,
   findLiveLink,
+  followLink,
   issueLink,
   linkAddress,
-  signIn,
-  spendLink,
   spendLinksOf,
   withMail,
   type IssuedLink,
@@ -156,25 +155,8 @@ export async function resetPassword(
   const link = await findLiveLink(ctx.database.db, 'reset', input.token);
   if (!link) throw refuse('link_invalid');
   const passwordHash = await hashPassword(checkPassword(input.password));
-  const user = await ctx.database.db.transaction(async (tx) => {
-    if (!(await spendLink(tx, 'reset', link))) throw refuse('link_invalid');
-    const [user] = await tx
-      .update(users)
-      .set({ passwordHash })
-      .where(
-        and(
-          eq(users.workspaceId, link.workspaceId),
-          eq(users.id, link.userId),
-          isNotNull(users.passwordHash),
-          isNull(users.disabledAt),
-        ),
-      )
-      .returning();
-    if (!user) throw refuse('link_invalid');
+  return followLink(ctx, 'reset', link, { passwordHash }, async (tx, user) => {
     await spendLinksOf(tx, 'reset', user);
     await revokeUserSessions(tx, user.workspaceId, user.id);
-    return user;
   });
-  await signIn(ctx, user);
-  return user;
 }

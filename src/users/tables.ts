@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm';
-import { index, pgTable, primaryKey, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
-import { createdAt, workspaceOwned } from '../db/columns.js';
+import { index, pgTable, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
+import { createdAt, workspaceKey, workspaceOwned } from '../db/columns.js';
 
 /** Accounts. An account belongs to one workspace and holds one role or none. */
 export const users = pgTable(
@@ -19,7 +19,7 @@ export const users = pgTable(
     createdAt: createdAt(),
   },
   (t) => [
-    primaryKey({ columns: [t.workspaceId, t.id] }),
+    workspaceKey(t),
     // Email is unique per workspace regardless of letter case.
     uniqueIndex('users_workspace_email_key').on(t.workspaceId, sql`lower(${t.email})`),
     // Sign-in looks an address up before the workspace is known.

@@ -1,16 +1,6 @@
 import { sql } from 'drizzle-orm';
-import {
-  foreignKey,
-  index,
-  integer,
-  pgTable,
-  primaryKey,
-  text,
-  timestamp,
-  uniqueIndex,
-  uuid,
-} from 'drizzle-orm/pg-core';
-import { createdAt, workspaceOwned } from '../db/columns.js';
+import { index, integer, pgTable, text, timestamp, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
+import { createdAt, sameWorkspaceRef, workspaceKey, workspaceOwned } from '../db/columns.js';
 
 /**
  * Outbound webhook subscriptions (SPEC 2.8, 6). `secret` is stored as given, not hashed or
@@ -33,7 +23,7 @@ export const webhooks = pgTable(
     deletedAt: timestamp({ withTimezone: true }),
   },
   (t) => [
-    primaryKey({ columns: [t.workspaceId, t.id] }),
+    workspaceKey(t),
     index('webhooks_workspace_live_idx')
       .on(t.workspaceId)
       .where(sql`${t.deletedAt} is null`),
@@ -64,13 +54,10 @@ export const webhookDeliveries = pgTable(
     deliveredAt: timestamp({ withTimezone: true }),
   },
   (t) => [
-    primaryKey({ columns: [t.workspaceId, t.id] }),
+    workspaceKey(t),
     uniqueIndex('webhook_deliveries_event_key').on(t.workspaceId, t.webhookId, t.eventId),
     index('webhook_deliveries_due_idx').on(t.status, t.nextAttemptAt),
-    foreignKey({
-      columns: [t.workspaceId, t.webhookId],
-      foreignColumns: [webhooks.workspaceId, webhooks.id],
-    }),
+    sameWorkspaceRef(t, t.webhookId, webhooks),
   ],
 );
 

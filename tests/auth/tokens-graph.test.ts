@@ -5,9 +5,11 @@ import { apiTokens } from '../../src/auth/tables.js';
 import type { User } from '../../src/users/tables.js';
 import {
   bearer,
+  createSessionUser,
+  createTokenUser,
   createUser,
   createWorkspace,
-  sessionCookieFor,
+  sessionFor,
   tokenFor,
 } from '../support/factories.js';
 import { startTestService, type GraphBody, type TestService } from '../support/service.js';
@@ -57,8 +59,7 @@ const db = () => svc.db.database.db;
 
 /** A member of the test workspace (or `workspace`) with a signed-in browser session. */
 async function signedIn(workspace: { id: string } = svc.workspace) {
-  const user = await createUser(db(), workspace);
-  const cookie = await sessionCookieFor(db(), user);
+  const { user, cookie } = await createSessionUser(db(), workspace);
   return { user, headers: { cookie } };
 }
 
@@ -441,14 +442,12 @@ describe('token management needs a browser session', () => {
 
 describe('lastUsedAt', () => {
   test('records when a token was last presented', async () => {
-    const user = await createUser(svc.db.database.db, svc.workspace);
-    const token = await tokenFor(svc.db.database.db, user);
-    await svc.graph('{ me { id } }', {}, bearer(token));
-    const cookie = await sessionCookieFor(svc.db.database.db, user);
+    const { user, headers } = await createTokenUser(db(), svc.workspace);
+    await svc.graph('{ me { id } }', {}, headers);
     const { body } = await svc.graph(
       '{ apiTokens { edges { node { lastUsedAt } } } }',
       {},
-      { cookie },
+      await sessionFor(db(), user),
     );
     const edges = (body.data?.apiTokens as { edges: { node: { lastUsedAt: string | null } }[] })
       .edges;

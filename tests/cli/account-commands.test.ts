@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, test } from '@jest/globals';
 import { verifyPassword } from '../../src/auth/passwords.js';
-import { runSvc, runSvcWithStdin, type CliResult } from '../support/cli.js';
+import { commandLine, runSvc, runSvcWithStdin, type CliResult } from '../support/cli.js';
 import { databasesForFile, type TestDatabase } from '../support/database.js';
 import { createWorkspace } from '../support/factories.js';
 
@@ -127,15 +127,11 @@ describe('svc account:create-admin', () => {
   test('a refused mail value: applies the core migrations, then exits 1 creating nothing', async () => {
     const db = await database({ empty: true });
     const result = await runSvc(
-      [
-        'account:create-admin',
-        '-email',
-        'a@example.com',
-        '-name',
-        'A',
-        '-password',
-        'long enough pw',
-      ],
+      commandLine('account:create-admin', {
+        email: 'a@example.com',
+        name: 'A',
+        password: 'long enough pw',
+      }),
       { SVC_DATABASE_URL: db.url, SVC_SMTP_PORT: '25' },
     );
     expect(result.code).toBe(1);

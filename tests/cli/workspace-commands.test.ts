@@ -1,6 +1,6 @@
 import { describe, expect, test } from '@jest/globals';
 import { verifyPassword } from '../../src/auth/passwords.js';
-import { runSvc, runSvcWithStdin } from '../support/cli.js';
+import { commandLine, runSvc, runSvcWithStdin } from '../support/cli.js';
 import { databasesForFile, type TestDatabase } from '../support/database.js';
 import { bearer, createUser, createWorkspace, sessionCookieFor } from '../support/factories.js';
 import { startTestService } from '../support/service.js';
@@ -24,17 +24,12 @@ describe('svc workspace:create and workspace:list', () => {
     const db = await database({ empty: true });
     const env = { SVC_DATABASE_URL: db.url };
     const created = await runSvcWithStdin(
-      [
-        'workspace:create',
-        '-name',
-        ' Acme ',
-        '-admin-email',
-        'ada@acme.example',
-        '-admin-name',
-        'Ada',
-        '-as',
-        'ops-bob',
-      ],
+      commandLine('workspace:create', {
+        name: ' Acme ',
+        'admin-email': 'ada@acme.example',
+        'admin-name': 'Ada',
+        as: 'ops-bob',
+      }),
       env,
     );
     expect(created.stderr).toBe('');
@@ -139,17 +134,12 @@ describe('svc workspace:create and workspace:list', () => {
   test('a refused Workspaces value stops workspace:create after migrating, creating nothing', async () => {
     const db = await database({ empty: true });
     const result = await runSvc(
-      [
-        'workspace:create',
-        '-name',
-        'N',
-        '-admin-email',
-        'n@example.com',
-        '-admin-name',
-        'N',
-        '-admin-password',
-        'long enough pw',
-      ],
+      commandLine('workspace:create', {
+        name: 'N',
+        'admin-email': 'n@example.com',
+        'admin-name': 'N',
+        'admin-password': 'long enough pw',
+      }),
       { SVC_DATABASE_URL: db.url, SVC_TENANTS_HELD: '0' },
     );
     expect(result.code).toBe(1);

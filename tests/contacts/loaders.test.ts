@@ -1,11 +1,11 @@
 // SPEC 4.2: the identities of every contact on a page load in one read.
-import { afterAll, beforeAll, describe, expect, jest, test } from '@jest/globals';
+import { describe, expect, jest, test } from '@jest/globals';
 import { drizzle } from 'drizzle-orm/postgres-js';
 import { randomUUID } from 'node:crypto';
 import { contactLoaders, identitiesLoader } from '../../src/contacts/loaders.js';
 import type { ContactIdentity } from '../../src/contacts/tables.js';
 import { createContactVia, freshWorkspaceHeaders } from '../support/contacts.js';
-import { startTestService, type TestService } from '../support/service.js';
+import { useTestService } from '../support/service.js';
 
 function identity(contactId: string, identifier: string): ContactIdentity {
   return {
@@ -38,15 +38,10 @@ describe('identitiesLoader', () => {
 });
 
 describe('against the database', () => {
-  let svc: TestService;
-
-  beforeAll(async () => {
-    svc = await startTestService();
-  });
-
-  afterAll(() => svc.stop());
+  const service = useTestService();
 
   test('twelve contacts with identities cost one statement', async () => {
+    const svc = service();
     const { headers, workspaceId } = await freshWorkspaceHeaders(svc);
     const made = [];
     for (let i = 0; i < 12; i += 1) {
@@ -77,6 +72,7 @@ describe('against the database', () => {
   });
 
   test("another workspace's loader sees none of them", async () => {
+    const svc = service();
     const { headers } = await freshWorkspaceHeaders(svc);
     const contact = await createContactVia(
       svc,

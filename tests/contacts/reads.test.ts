@@ -3,7 +3,6 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { asc, eq, sql } from 'drizzle-orm';
 import { contacts } from '../../src/contacts/tables.js';
-import type { Db } from '../../src/db/client.js';
 import {
   CONTACT,
   CONTACTS,
@@ -17,11 +16,9 @@ import {
 import { startTestService, type TestService } from '../support/service.js';
 
 let svc: TestService;
-let db: Db;
 
 beforeAll(async () => {
   svc = await startTestService();
-  db = svc.db.database.db;
 });
 
 afterAll(() => svc.stop());
@@ -39,7 +36,7 @@ interface Page {
 
 /** Ids of a workspace's contacts in the order PostgreSQL sorts them (name, then id). */
 async function idsByName(workspaceId: string): Promise<string[]> {
-  const rows = await db
+  const rows = await svc.db.database.db
     .select({ id: contacts.id })
     .from(contacts)
     .where(eq(contacts.workspaceId, workspaceId))

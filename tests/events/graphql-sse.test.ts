@@ -3,10 +3,10 @@
 // reservation, GET its stream, POST operations onto it). The guards of streams hold for
 // both: sign-in, the per-user stream cap, owner-bound tokens, cross-origin writes, the
 // stream's end with its credential.
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { describe, expect, test } from '@jest/globals';
 import { createClient, type Client, type ExecutionResult } from 'graphql-sse';
 import { bearer, createUser, sessionCookieFor, tokenFor } from '../support/factories.js';
-import { startTestService, type TestService } from '../support/service.js';
+import { useTestService, type TestService } from '../support/service.js';
 import { tokenActor } from './actors.js';
 import { CORE_EVENT, openStream, record } from './sse.js';
 
@@ -62,15 +62,10 @@ describe.each([
   ['distinct connections', false],
   ['a single connection', true],
 ])('graphql-sse client over %s', (_mode, singleConnection) => {
-  let svc: TestService;
-  beforeAll(async () => {
-    svc = await startTestService();
-  });
-  afterAll(async () => {
-    await svc?.stop();
-  });
+  const service = useTestService();
 
   test('a subscription receives the events of its workspace', async () => {
+    const svc = service();
     const client = clientOf(svc.url, svc.adminHeaders, singleConnection);
     const before = svc.service.events.size();
     const stream = subscribe(client, CORE_EVENT);
@@ -87,6 +82,7 @@ describe.each([
   });
 
   test('a query answers once over the same transport', async () => {
+    const svc = service();
     const client = clientOf(svc.url, svc.adminHeaders, singleConnection);
     const result = await runOnce(client, '{ me { id } }');
     expect(result.errors).toBeUndefined();
@@ -95,6 +91,7 @@ describe.each([
   });
 
   test('an anonymous subscription is refused', async () => {
+    const svc = service();
     const client = clientOf(svc.url, {}, singleConnection);
     const iterator = client.iterate({ query: CORE_EVENT });
     if (singleConnection) {
@@ -111,15 +108,10 @@ describe.each([
 });
 
 describe('single-connection streams and the stream cap (SVC_STREAMS_PER_USER=1)', () => {
-  let svc: TestService;
-  beforeAll(async () => {
-    svc = await startTestService({ env: { SVC_STREAMS_PER_USER: '1' } });
-  });
-  afterAll(async () => {
-    await svc?.stop();
-  });
+  const service = useTestService({ env: { SVC_STREAMS_PER_USER: '1' } });
 
   test('a subscription on a single connection holds the stream slot', async () => {
+    const svc = service();
     const client = clientOf(svc.url, svc.adminHeaders, true);
     const stream = subscribe(client, CORE_EVENT);
     const first = stream.next();
@@ -158,6 +150,7 @@ describe('single-connection streams and the stream cap (SVC_STREAMS_PER_USER=1)'
   });
 
   test('the distinct-connection 429 names the stream cap', async () => {
+    const svc = service();
     const first = await openStream(svc.url, svc.adminHeaders);
     expect(first.status).toBe(200);
     const response = await fetch(`${svc.url}/api/graphql`, {
@@ -186,19 +179,14 @@ describe('single-connection streams and the stream cap (SVC_STREAMS_PER_USER=1)'
 });
 
 describe('single-connection tokens', () => {
-  let svc: TestService;
-  beforeAll(async () => {
-    svc = await startTestService({ env: { SVC_STREAMS_PER_USER: '2' } });
-  });
-  afterAll(async () => {
-    await svc?.stop();
-  });
+  const service = useTestService({ env: { SVC_STREAMS_PER_USER: '2' } });
 
   async function reserve(headers: Record<string, string>): Promise<Response> {
-    return fetch(`${svc.url}/api/graphql`, { method: 'PUT', headers });
+    return fetch(`${service().url}/api/graphql`, { method: 'PUT', headers });
   }
 
   test('a token is the reserving credential’s: another account finds no stream', async () => {
+    const svc = service();
     const reserved = await reserve(svc.adminHeaders);
     expect(reserved.status).toBe(201);
     const token = await reserved.text();
@@ -227,6 +215,7 @@ describe('single-connection tokens', () => {
   });
 
   test('reservations are capped per user like streams', async () => {
+    const svc = service();
     const user = await createUser(svc.db.database.db, svc.workspace, { role: 'member' });
     const headers = bearer(await tokenFor(svc.db.database.db, user));
     expect((await reserve(headers)).status).toBe(201);
@@ -237,11 +226,13 @@ describe('single-connection tokens', () => {
   });
 
   test('a reservation from another origin is refused as a cross-origin write', async () => {
+    const svc = service();
     const refused = await reserve({ ...svc.adminHeaders, 'sec-fetch-site': 'cross-site' });
     expect(refused.status).toBe(403);
   });
 
   test('revoking the token ends the single connection and its subscription', async () => {
+    const svc = service();
     const user = await createUser(svc.db.database.db, svc.workspace, { role: 'member' });
     const revoked = await tokenActor(svc.db.database.db, user);
     const client = clientOf(svc.url, bearer(revoked.token), true);

@@ -9,10 +9,11 @@ import { runSvc } from '../support/cli.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import {
   bearer,
+  bearerFor,
   createUser,
   createWorkspace,
   sessionCookieFor,
-  tokenFor,
+  sessionFor,
 } from '../support/factories.js';
 import { startTestService, type TestService } from '../support/service.js';
 import { RESET, SET_DISABLED, SET_ROLE } from '../users/support.js';
@@ -77,9 +78,9 @@ describe('a stream ends with its credential', () => {
     const cookie = await sessionCookieFor(db.database.db, user);
     await withStreams(
       [
-        openStream(b.url, bearer(await tokenFor(db.database.db, user))),
+        openStream(b.url, await bearerFor(db.database.db, user)),
         openStream(b.url, { cookie }),
-        openStream(b.url, bearer(await tokenFor(db.database.db, colleague))),
+        openStream(b.url, await bearerFor(db.database.db, colleague)),
       ],
       async ([token, session, other]) => {
         const { body } = await a.graph(
@@ -101,7 +102,7 @@ describe('a stream ends with its credential', () => {
     await withStreams(
       [
         openStream(b.url, bearer(revoked.token)),
-        openStream(b.url, bearer(await tokenFor(db.database.db, user))),
+        openStream(b.url, await bearerFor(db.database.db, user)),
       ],
       async ([stream, other]) => {
         const { body } = await a.graph(
@@ -138,8 +139,8 @@ describe('a stream ends with its credential', () => {
     const link = await issueLink(db.database.db, 'reset', user, 3_600_000);
     await withStreams(
       [
-        openStream(b.url, { cookie: await sessionCookieFor(db.database.db, user) }),
-        openStream(b.url, bearer(await tokenFor(db.database.db, user))),
+        openStream(b.url, await sessionFor(db.database.db, user)),
+        openStream(b.url, await bearerFor(db.database.db, user)),
       ],
       async ([session, token]) => {
         const { body } = await a.anonymous(RESET, { t: link.secret, p: 'a brand new passphrase' });
@@ -153,7 +154,7 @@ describe('a stream ends with its credential', () => {
   test('changing an account’s role ends its streams, which reopen under the new role', async () => {
     const user = await memberOfB();
     await withStreams(
-      [openStream(b.url, bearer(await tokenFor(db.database.db, user)))],
+      [openStream(b.url, await bearerFor(db.database.db, user))],
       async ([stream]) => {
         const { body } = await a.graph(SET_ROLE, { id: user.id, role: 'admin' }, b.adminHeaders);
         expect(body.errors).toBeUndefined();
@@ -170,8 +171,8 @@ describe('a stream ends with its credential', () => {
     ]);
     await withStreams(
       [
-        openStream(b.url, bearer(await tokenFor(db.database.db, admin))),
-        openStream(a.url, { cookie: await sessionCookieFor(db.database.db, user) }),
+        openStream(b.url, await bearerFor(db.database.db, admin)),
+        openStream(a.url, await sessionFor(db.database.db, user)),
         openStream(b.url, b.adminHeaders),
       ],
       async ([onB, onA, elsewhere]) => {
@@ -190,12 +191,12 @@ describe('a stream ends with its credential', () => {
 describe('a stream ends with its credential’s expiry', () => {
   test('a token expiring while its stream is open ends the stream at its expiry', async () => {
     const user = await memberOfB();
-    const token = await tokenFor(db.database.db, user, { ttlDays: 1 });
+    const headers = await bearerFor(db.database.db, user, { ttlDays: 1 });
     const [row] = await db.database.sql<{ ms: number }[]>`
       update api_tokens set expires_at = now() + interval '2 seconds'
       where user_id = ${user.id} returning (extract(epoch from expires_at) * 1000)::float8 as ms`;
     const expiresAt = (row as { ms: number }).ms;
-    await withStreams([openStream(b.url, bearer(token))], async ([stream]) => {
+    await withStreams([openStream(b.url, headers)], async ([stream]) => {
       await completes(stream as SseStream);
       // Node's timers may fire a millisecond early; the stream never outlives the token.
       expect(Date.now()).toBeGreaterThanOrEqual(expiresAt - 5);

@@ -1,5 +1,5 @@
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { startTestService, type TestService } from '../support/service.js';
+import { describe, expect, test } from '@jest/globals';
+import { startTestService, useTestService, type TestService } from '../support/service.js';
 import { openStream, record, type SseStream } from './sse.js';
 
 /**
@@ -18,15 +18,10 @@ async function openWhenFreed(svc: TestService): Promise<SseStream> {
 }
 
 describe('stream slots (SVC_STREAMS_PER_USER=1)', () => {
-  let svc: TestService;
-  beforeAll(async () => {
-    svc = await startTestService({ env: { SVC_STREAMS_PER_USER: '1' } });
-  });
-  afterAll(async () => {
-    await svc?.stop();
-  });
+  const service = useTestService({ env: { SVC_STREAMS_PER_USER: '1' } });
 
   test('a second stream is refused with 429 and Retry-After until the first disconnects', async () => {
+    const svc = service();
     const first = await openStream(svc.url, svc.adminHeaders);
     expect(first.status).toBe(200);
 
@@ -59,17 +54,12 @@ describe('stream slots (SVC_STREAMS_PER_USER=1)', () => {
 });
 
 describe('stream lifetime (SVC_STREAM_LIFETIME=500ms)', () => {
-  let svc: TestService;
-  beforeAll(async () => {
-    svc = await startTestService({
-      env: { SVC_STREAM_LIFETIME: '500ms', SVC_STREAMS_PER_USER: '1' },
-    });
-  });
-  afterAll(async () => {
-    await svc?.stop();
+  const service = useTestService({
+    env: { SVC_STREAM_LIFETIME: '500ms', SVC_STREAMS_PER_USER: '1' },
   });
 
   test('the server completes the stream after its lifetime and frees the slot', async () => {
+    const svc = service();
     const started = Date.now();
     const stream = await openStream(svc.url, svc.adminHeaders);
     expect(stream.status).toBe(200);

@@ -1,5 +1,11 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { Agent, request, type IncomingHttpHeaders } from 'node:http';
+import {
+  Agent,
+  request,
+  type ClientRequest,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+} from 'node:http';
 import { connect } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import type { PluginDefinition } from '../../src/plugin-host/definition.js';
@@ -20,6 +26,25 @@ interface Sent {
   /** Resolves (with the time) once the server has the request: it answered 100 Continue. */
   accepted: Promise<number>;
   answer: Promise<Answer>;
+}
+
+/** Reads `res` to its end as the JSON answer to `req`, timed when the last byte came. */
+function readAnswer(req: ClientRequest, res: IncomingMessage): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    let text = '';
+    res.setEncoding('utf8');
+    res.on('data', (chunk: string) => (text += chunk));
+    res.once('error', reject);
+    res.once('end', () =>
+      resolve({
+        status: res.statusCode ?? 0,
+        headers: res.headers,
+        body: JSON.parse(text) as unknown,
+        reusedSocket: req.reusedSocket,
+        at: performance.now(),
+      }),
+    );
+  });
 }
 
 /**
@@ -49,21 +74,7 @@ function sendGraph(svc: TestService, query: string, agent: Agent | false = false
           ...svc.adminHeaders,
         },
       },
-      (res) => {
-        let text = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => (text += chunk));
-        res.once('error', reject);
-        res.once('end', () =>
-          resolve({
-            status: res.statusCode ?? 0,
-            headers: res.headers,
-            body: JSON.parse(text) as unknown,
-            reusedSocket: req.reusedSocket,
-            at: performance.now(),
-          }),
-        );
-      },
+      (res) => void readAnswer(req, res).then(resolve, reject),
     );
     req.once('continue', () => {
       accept(performance.now());
@@ -81,18 +92,7 @@ function sendGraph(svc: TestService, query: string, agent: Agent | false = false
 function getJson(url: string, path: string, agent: Agent): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const req = request(`${url}${path}`, { agent }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => (text += chunk));
-      res.once('end', () =>
-        resolve({
-          status: res.statusCode ?? 0,
-          headers: res.headers,
-          body: JSON.parse(text) as unknown,
-          reusedSocket: req.reusedSocket,
-          at: performance.now(),
-        }),
-      );
+      void readAnswer(req, res).then(resolve, reject);
     });
     req.once('error', reject);
     req.end();

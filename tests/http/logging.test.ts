@@ -8,29 +8,26 @@ import { refuse } from '../../src/errors.js';
 import { yogaErrorLevel } from '../../src/graph/yoga-log.js';
 import { runSvc } from '../support/cli.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
-import { startTestService, type LogLine, type TestService } from '../support/service.js';
+import { useTestService, type LogLine, type TestService } from '../support/service.js';
 
 const LOGIN =
   'mutation ($e: String!, $p: String!) { login(email: $e, password: $p) { __typename } }';
 
-/** The lines logged while `run` ran. */
-async function linesDuring(svc: TestService, run: () => Promise<unknown>): Promise<LogLine[]> {
+/** The lines `svc` logged while `run` ran against it. */
+async function linesDuring(
+  svc: TestService,
+  run: (svc: TestService) => Promise<unknown>,
+): Promise<LogLine[]> {
   const from = svc.lines.length;
-  await run();
+  await run(svc);
   return svc.lines.slice(from).filter((line) => line.level !== 'debug');
 }
 
 describe('levels of refusals', () => {
-  let svc: TestService;
-  beforeAll(async () => {
-    svc = await startTestService({ env: { SVC_DEV_GRAPHIQL: '1' } });
-  });
-  afterAll(async () => {
-    await svc?.stop();
-  });
+  const service = useTestService({ env: { SVC_DEV_GRAPHIQL: '1' } });
 
   test('a wrong password is logged once, at info, never at error', async () => {
-    const lines = await linesDuring(svc, async () => {
+    const lines = await linesDuring(service(), async (svc) => {
       const { body } = await svc.anonymous(LOGIN, { e: svc.admin.email, p: 'not the password' });
       expect(body.errors?.[0]?.extensions.reason).toBe('credentials_invalid');
     });
@@ -39,7 +36,7 @@ describe('levels of refusals', () => {
   });
 
   test('a validation refusal is logged at info, never at error', async () => {
-    const lines = await linesDuring(svc, async () => {
+    const lines = await linesDuring(service(), async (svc) => {
       const { body } = await svc.graph('query ($id: UUID!) { contact(id: $id) { id } }', {
         id: 'not-a-uuid',
       });
@@ -50,7 +47,7 @@ describe('levels of refusals', () => {
   });
 
   test('a refused GET logs one line, not two', async () => {
-    const lines = await linesDuring(svc, async () => {
+    const lines = await linesDuring(service(), async (svc) => {
       const response = await fetch(`${svc.url}/api/graphql?query=mutation{logout}`, {
         headers: { ...svc.adminHeaders, accept: 'application/json' },
       });

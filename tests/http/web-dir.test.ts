@@ -3,7 +3,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { startTestService, type TestService } from '../support/service.js';
+import { startTestService, useTestService, type TestService } from '../support/service.js';
 
 const indexHtml = '<!doctype html><title>svc</title><div id="app"></div>';
 const appJs = 'document.getElementById("app").textContent = "hello";';
@@ -94,15 +94,10 @@ describe('with SVC_WEB_DIR', () => {
 });
 
 describe('without SVC_WEB_DIR', () => {
-  let apiOnly: TestService;
-
-  beforeAll(async () => {
-    apiOnly = await startTestService();
-  });
-
-  afterAll(() => apiOnly.stop());
+  const service = useTestService();
 
   test('the site root answers 404 JSON: only the API is served', async () => {
+    const apiOnly = service();
     const response = await fetch(`${apiOnly.url}/`);
     expect(response.status).toBe(404);
     expect(await response.json()).toEqual({ error: 'not found' });

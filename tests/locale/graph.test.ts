@@ -1,13 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { and, eq } from 'drizzle-orm';
 import { users, type User } from '../../src/users/tables.js';
-import {
-  bearer,
-  createUser,
-  createWorkspace,
-  sessionCookieFor,
-  tokenFor,
-} from '../support/factories.js';
+import { bearerFor, createSessionUser, createUser, createWorkspace } from '../support/factories.js';
 import { startTestService, type TestService } from '../support/service.js';
 
 const SUPPORTED = ['en-US', 'es-ES', 'de-DE', 'fr-FR'];
@@ -27,6 +21,11 @@ async function storedLocale(user: User): Promise<string | null> {
     .from(users)
     .where(and(eq(users.workspaceId, user.workspaceId), eq(users.id, user.id)));
   return row?.locale ?? null;
+}
+
+/** A new member of the test workspace and the Cookie header of a session of theirs. */
+function signedIn(): Promise<{ user: User; cookie: string }> {
+  return createSessionUser(svc.db.database.db, svc.workspace);
 }
 
 async function anonymousLocale(acceptLanguage?: string): Promise<unknown> {
@@ -66,34 +65,27 @@ describe('locale for an anonymous caller', () => {
 
 describe('locale for a signed-in caller', () => {
   test('follows the header while the account has stored no choice', async () => {
-    const user = await createUser(svc.db.database.db, svc.workspace);
-    const cookie = await sessionCookieFor(svc.db.database.db, user);
+    const { cookie } = await signedIn();
     const { body } = await svc.graph('{ locale }', {}, { cookie, 'accept-language': 'fr' });
     expect(body.data).toEqual({ locale: 'fr-FR' });
   });
 
   test("answers the account's stored choice over the header, through a session or a token", async () => {
-    const user = await createUser(svc.db.database.db, svc.workspace);
-    const cookie = await sessionCookieFor(svc.db.database.db, user);
+    const { user, cookie } = await signedIn();
     await svc.graph(SET_LOCALE, { locale: 'de-DE' }, { cookie });
     const session = await svc.graph('{ locale }', {}, { cookie, 'accept-language': 'es-ES' });
     expect(session.body.data).toEqual({ locale: 'de-DE' });
-    const token = await tokenFor(svc.db.database.db, user, { scopes: ['contacts:read'] });
-    const viaToken = await svc.graph(
-      '{ locale }',
-      {},
-      { ...bearer(token), 'accept-language': 'es-ES' },
-    );
+    const token = await bearerFor(svc.db.database.db, user, { scopes: ['contacts:read'] });
+    const viaToken = await svc.graph('{ locale }', {}, { ...token, 'accept-language': 'es-ES' });
     expect(viaToken.body.data).toEqual({ locale: 'de-DE' });
   });
 
   test('passes over a stored choice the deployment no longer serves', async () => {
-    const user = await createUser(svc.db.database.db, svc.workspace);
+    const { user, cookie } = await signedIn();
     await svc.db.database.db
       .update(users)
       .set({ locale: 'it-IT' })
       .where(and(eq(users.workspaceId, user.workspaceId), eq(users.id, user.id)));
-    const cookie = await sessionCookieFor(svc.db.database.db, user);
     const { body } = await svc.graph('{ locale }', {}, { cookie, 'accept-language': 'es' });
     expect(body.data).toEqual({ locale: 'es-ES' });
   });
@@ -117,8 +109,7 @@ describe('supportedLocales', () => {
 
 describe('setLocale', () => {
   test('stores the choice on the account and answers it', async () => {
-    const user = await createUser(svc.db.database.db, svc.workspace);
-    const cookie = await sessionCookieFor(svc.db.database.db, user);
+    const { user, cookie } = await signedIn();
     const { body } = await svc.graph(SET_LOCALE, { locale: 'es-ES' }, { cookie });
     expect(body).toEqual({ data: { setLocale: 'es-ES' } });
     expect(await storedLocale(user)).toBe('es-ES');
@@ -127,16 +118,14 @@ describe('setLocale', () => {
   });
 
   test('accepts a listed locale in any letter case and stores it as the list spells it', async () => {
-    const user = await createUser(svc.db.database.db, svc.workspace);
-    const cookie = await sessionCookieFor(svc.db.database.db, user);
+    const { user, cookie } = await signedIn();
     const { body } = await svc.graph(SET_LOCALE, { locale: 'fr-fr' }, { cookie });
     expect(body.data).toEqual({ setLocale: 'fr-FR' });
     expect(await storedLocale(user)).toBe('fr-FR');
   });
 
   test('refuses a locale not in the list with locale_unknown and the list, storing nothing', async () => {
-    const user = await createUser(svc.db.database.db, svc.workspace);
-    const cookie = await sessionCookieFor(svc.db.database.db, user);
+    const { user, cookie } = await signedIn();
     for (const locale of ['it-IT', 'es', '', 'de-DE-x-private']) {
       const { body } = await svc.graph(SET_LOCALE, { locale }, { cookie });
       expect(body.data).toBeNull();
@@ -152,9 +141,8 @@ describe('setLocale', () => {
 
   test('changes only the caller, not an account of another workspace', async () => {
     const other = await createWorkspace(svc.db.database.db);
-    const user = await createUser(svc.db.database.db, svc.workspace);
+    const { user, cookie } = await signedIn();
     const twin = await createUser(svc.db.database.db, other, { email: user.email });
-    const cookie = await sessionCookieFor(svc.db.database.db, user);
     await svc.graph(SET_LOCALE, { locale: 'de-DE' }, { cookie });
     expect(await storedLocale(user)).toBe('de-DE');
     expect(await storedLocale(twin)).toBeNull();
@@ -167,8 +155,8 @@ describe('setLocale', () => {
 
   test('a token needs users:write for it, and nothing is stored without', async () => {
     const user = await createUser(svc.db.database.db, svc.workspace);
-    const narrow = await tokenFor(svc.db.database.db, user, { scopes: ['users:read'] });
-    const refused = await svc.graph(SET_LOCALE, { locale: 'de-DE' }, bearer(narrow));
+    const narrow = await bearerFor(svc.db.database.db, user, { scopes: ['users:read'] });
+    const refused = await svc.graph(SET_LOCALE, { locale: 'de-DE' }, narrow);
     expect(refused.body.errors?.[0]?.extensions).toEqual({
       code: 'UNAUTHORIZED',
       reason: 'scope_missing',
@@ -176,8 +164,8 @@ describe('setLocale', () => {
       meta: { scope: 'users:write' },
     });
     expect(await storedLocale(user)).toBeNull();
-    const writer = await tokenFor(svc.db.database.db, user, { scopes: ['users:write'] });
-    const allowed = await svc.graph(SET_LOCALE, { locale: 'de-DE' }, bearer(writer));
+    const writer = await bearerFor(svc.db.database.db, user, { scopes: ['users:write'] });
+    const allowed = await svc.graph(SET_LOCALE, { locale: 'de-DE' }, writer);
     expect(allowed.body.data).toEqual({ setLocale: 'de-DE' });
   });
 });

@@ -4,20 +4,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { silentLogger } from '../../src/log.js';
 import { createMailService, mailLink, type MailService } from '../../src/mail/index.js';
-import {
-  createTestCert,
-  mailConfig,
-  startTestSmtp,
-  type TestCert,
-  type TestSmtp,
-} from './test-smtp.js';
+import { createTestCert, mailConfig, startTestSmtp, type TestSmtp } from './test-smtp.js';
 
-let cert: TestCert;
+// Made once, synchronously, for the whole file: nothing to wait for in a hook.
+const cert = createTestCert();
 let smtp: TestSmtp;
 let dir: string;
 
 beforeAll(async () => {
-  cert = createTestCert();
   smtp = await startTestSmtp({ cert });
   dir = mkdtempSync(join(tmpdir(), 'svc-mail-service-'));
 });

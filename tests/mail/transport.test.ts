@@ -6,7 +6,6 @@ import {
   createTestCert,
   mailConfig,
   startTestSmtp,
-  type TestCert,
   type TestSmtp,
 } from './test-smtp.js';
 
@@ -16,7 +15,8 @@ const message = {
   text: 'Open https://crm.example.test/reset-password#token=s3cret-token\n',
 };
 
-let cert: TestCert;
+// Made once, synchronously, for the whole file: nothing to wait for in a hook.
+const cert = createTestCert();
 let startTls: TestSmtp;
 let plainOnly: TestSmtp;
 let hidden: TestSmtp;
@@ -24,7 +24,6 @@ let withAuth: TestSmtp;
 const credentials = { username: 'relay-user', password: 'p4ss-w0rd-never-logged' };
 
 beforeAll(async () => {
-  cert = createTestCert();
   [startTls, plainOnly, hidden, withAuth] = await Promise.all([
     startTestSmtp({ cert }),
     startTestSmtp({ cert, startTls: 'unsupported' }),

@@ -34,6 +34,11 @@ export function finished(child: ChildProcessWithoutNullStreams): Promise<CliResu
   });
 }
 
+/** `command` then `-<name> <value>` for each option, in order: svc's plain option syntax. */
+export function commandLine(command: string, options: Record<string, string>): string[] {
+  return [command, ...Object.entries(options).flatMap(([name, value]) => [`-${name}`, value])];
+}
+
 /** Runs svc with `input` on stdin, then end of input (runSvc leaves stdin open). */
 export function runSvcWithStdin(
   args: string[],

@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { withDatabaseName } from '../../src/db/client.js';
 
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const fixturePluginsDir = path.join(repoRoot, 'tests/fixtures/plugins');
@@ -10,9 +11,7 @@ export const adminDatabaseUrl =
   process.env.SVC_TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
 export function databaseUrlFor(name: string): string {
-  const url = new URL(adminDatabaseUrl);
-  url.pathname = `/${name}`;
-  return url.toString();
+  return withDatabaseName(adminDatabaseUrl, name);
 }
 
 /** The migrated template the global setup built (tests/setup/global-setup.ts). */
@@ -22,15 +21,4 @@ export function templateDatabaseName(): string {
   return name;
 }
 
-/** A port nothing listens on right now, for a server process the test starts. */
-export async function freePort(): Promise<number> {
-  const { createServer } = await import('node:net');
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
-  });
-}
+export { freePort } from '../../src/dev/free-port.js';

@@ -50,17 +50,15 @@ export async function createUser(
   return disabled as User;
 }
 
+export interface TokenOptions {
+  scopes?: string[] | null;
+  ttlDays?: number | null;
+  name?: string;
+  catalogue?: AccessCatalogue;
+}
+
 /** A bearer token's secret for `user`; scopes null holds every area. */
-export async function tokenFor(
-  db: Db,
-  user: User,
-  options: {
-    scopes?: string[] | null;
-    ttlDays?: number | null;
-    name?: string;
-    catalogue?: AccessCatalogue;
-  } = {},
-): Promise<string> {
+export async function tokenFor(db: Db, user: User, options: TokenOptions = {}): Promise<string> {
   const { secret } = await createApiToken(db, options.catalogue ?? coreCatalogue, {
     workspaceId: user.workspaceId,
     userId: user.id,
@@ -78,4 +76,39 @@ export async function sessionCookieFor(db: Db, user: User): Promise<string> {
 
 export function bearer(token: string): { authorization: string } {
   return { authorization: `Bearer ${token}` };
+}
+
+/** Headers signing a request in as `user` by a new token of theirs. */
+export async function bearerFor(
+  db: Db,
+  user: User,
+  options: TokenOptions = {},
+): Promise<{ authorization: string }> {
+  return bearer(await tokenFor(db, user, options));
+}
+
+/** Headers signing a request in as `user` by a new browser session of theirs. */
+export async function sessionFor(db: Db, user: User): Promise<{ cookie: string }> {
+  return { cookie: await sessionCookieFor(db, user) };
+}
+
+/** A new account of `workspace` and headers signing in as it by a new token. */
+export async function createTokenUser(
+  db: Db,
+  workspace: { id: string },
+  overrides: UserOverrides = {},
+  token: TokenOptions = {},
+): Promise<{ user: User; headers: { authorization: string } }> {
+  const user = await createUser(db, workspace, overrides);
+  return { user, headers: await bearerFor(db, user, token) };
+}
+
+/** A new account of `workspace` and the Cookie header of a new session of it. */
+export async function createSessionUser(
+  db: Db,
+  workspace: { id: string },
+  overrides: UserOverrides = {},
+): Promise<{ user: User; cookie: string }> {
+  const user = await createUser(db, workspace, overrides);
+  return { user, cookie: await sessionCookieFor(db, user) };
 }

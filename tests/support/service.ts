@@ -1,5 +1,6 @@
-import { expect } from '@jest/globals';
+import { afterAll, beforeAll, expect } from '@jest/globals';
 import { loadConfig, type Config, type Env } from '../../src/config.js';
+import type { Db } from '../../src/db/client.js';
 import { createLogger, type Logger } from '../../src/log.js';
 import type { LoadOptions } from '../../src/plugin-host/host.js';
 import { startService, type Service } from '../../src/server.js';
@@ -76,9 +77,13 @@ export interface GraphBody {
   errors?: GraphError[];
 }
 
-export async function startTestService(
-  options: { env?: Env; plugins?: LoadOptions; db?: TestDatabase } = {},
-): Promise<TestService> {
+export interface TestServiceOptions {
+  env?: Env;
+  plugins?: LoadOptions;
+  db?: TestDatabase;
+}
+
+export async function startTestService(options: TestServiceOptions = {}): Promise<TestService> {
   const db = options.db ?? (await createTestDatabase());
   const { log, lines } = captureLogger();
   const service = await startService({
@@ -130,5 +135,29 @@ export async function startTestService(
       await service.shutdown();
       if (!options.db) await db.drop();
     },
+  };
+}
+
+/** A test service and the Drizzle handle on its database, for tests that read rows back. */
+export async function startServiceWithDb(
+  options: TestServiceOptions = {},
+): Promise<{ svc: TestService; db: Db }> {
+  const svc = await startTestService(options);
+  return { svc, db: svc.db.database.db };
+}
+
+/**
+ * One test service for the tests of the enclosing `describe` (or file): started before
+ * them and stopped after them. The answer gives the service inside a test or hook.
+ */
+export function useTestService(options: TestServiceOptions = {}): () => TestService {
+  let svc: TestService | undefined;
+  beforeAll(async () => {
+    svc = await startTestService(options);
+  });
+  afterAll(() => svc?.stop());
+  return () => {
+    if (!svc) throw new Error('the test service starts in beforeAll: ask for it in a test');
+    return svc;
   };
 }

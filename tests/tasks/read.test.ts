@@ -4,8 +4,8 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import type { Db } from '../../src/db/client.js';
 import type { User } from '../../src/users/tables.js';
-import { bearer, createUser, createWorkspace, tokenFor } from '../support/factories.js';
-import { startTestService, type TestService } from '../support/service.js';
+import { bearerFor, createTokenUser, createWorkspace } from '../support/factories.js';
+import { startServiceWithDb, type TestService } from '../support/service.js';
 import {
   CREATE_TASK,
   expectRefusal,
@@ -19,8 +19,7 @@ let svc: TestService;
 let db: Db;
 
 beforeAll(async () => {
-  svc = await startTestService();
-  db = svc.db.database.db;
+  ({ svc, db } = await startServiceWithDb());
 });
 
 afterAll(() => svc.stop());
@@ -44,8 +43,7 @@ interface Page {
 }
 
 async function member(scopes: string[] | null = null, workspace = svc.workspace): Promise<Caller> {
-  const user = await createUser(db, workspace);
-  return { user, headers: bearer(await tokenFor(db, user, { scopes })) };
+  return createTokenUser(db, workspace, {}, { scopes });
 }
 
 async function createTask(caller: Caller, input: Record<string, unknown>): Promise<Node> {
@@ -321,7 +319,7 @@ describe('Contact.tasks from the contacts fields', () => {
     const owner = await member();
     const contact = await insertContact(db, svc.workspace);
     const task = await createTask(owner, { title: 'Via contact', contactId: contact.id });
-    const reader = bearer(await tokenFor(db, owner.user, { scopes: ['contacts:read'] }));
+    const reader = await bearerFor(db, owner.user, { scopes: ['contacts:read'] });
     const { body } = await svc.graph(
       'query ($id: UUID!) { contact(id: $id) { tasks { id assigneeId } } }',
       { id: contact.id },
@@ -384,8 +382,8 @@ describe('read scope', () => {
   test('a token scoped tasks:read lists and reads; one scoped contacts:read cannot', async () => {
     const owner = await member();
     const task = await createTask(owner, { title: 'Scoped', dueOn: '2025-11-11' });
-    const reader = bearer(await tokenFor(db, owner.user, { scopes: ['tasks:read'] }));
-    const other = bearer(await tokenFor(db, owner.user, { scopes: ['contacts:read'] }));
+    const reader = await bearerFor(db, owner.user, { scopes: ['tasks:read'] });
+    const other = await bearerFor(db, owner.user, { scopes: ['contacts:read'] });
     const listed = await svc.graph(TASKS, { date: '2025-11-11' }, reader);
     expect((listed.body.data?.tasks as Page).edges.map((e) => e.node.id)).toEqual([task.id]);
     const missing = {

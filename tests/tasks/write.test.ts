@@ -5,13 +5,13 @@ import { randomUUID } from 'node:crypto';
 import type { Db } from '../../src/db/client.js';
 import type { User } from '../../src/users/tables.js';
 import {
-  bearer,
+  bearerFor,
+  createTokenUser,
   createUser,
   createWorkspace,
-  sessionCookieFor,
-  tokenFor,
+  sessionFor,
 } from '../support/factories.js';
-import { startTestService, type TestService } from '../support/service.js';
+import { startServiceWithDb, type TestService } from '../support/service.js';
 import {
   CREATE_TASK,
   eventsAbout,
@@ -25,8 +25,7 @@ let svc: TestService;
 let db: Db;
 
 beforeAll(async () => {
-  svc = await startTestService();
-  db = svc.db.database.db;
+  ({ svc, db } = await startServiceWithDb());
 });
 
 afterAll(() => svc.stop());
@@ -50,8 +49,7 @@ async function member(
   scopes: string[] | null = null,
   name?: string,
 ): Promise<{ user: User; headers: Record<string, string> }> {
-  const user = await createUser(db, svc.workspace);
-  return { user, headers: bearer(await tokenFor(db, user, { scopes, name })) };
+  return createTokenUser(db, svc.workspace, {}, { scopes, name });
 }
 
 async function create(input: Record<string, unknown>, headers: Record<string, string>) {
@@ -96,8 +94,7 @@ describe('createTask', () => {
   });
 
   test('a session keeps the origin source it names', async () => {
-    const user = await createUser(db, svc.workspace);
-    const cookie = { cookie: await sessionCookieFor(db, user) };
+    const cookie = await sessionFor(db, await createUser(db, svc.workspace));
     const task = await created(
       { title: 'Imported', originSource: 'calendar', originEventId: 'evt-1' },
       cookie,
@@ -108,8 +105,7 @@ describe('createTask', () => {
   });
 
   test('a session naming an origin event without a source is refused', async () => {
-    const user = await createUser(db, svc.workspace);
-    const cookie = { cookie: await sessionCookieFor(db, user) };
+    const cookie = await sessionFor(db, await createUser(db, svc.workspace));
     const before = (await storedTasks(db, svc.workspace)).length;
     const body = await create({ title: 'Orphan event', originEventId: 'evt-2' }, cookie);
     expectRefusal(body, {
@@ -354,13 +350,8 @@ describe('updateTask', () => {
 
   test('an unknown or other-workspace task is task_not_found', async () => {
     const { headers } = await member();
-    const elsewhere = await createWorkspace(db);
-    const stranger = await createUser(db, elsewhere);
-    const foreign = await svc.graph(
-      CREATE_TASK,
-      { input: { title: 'Theirs' } },
-      bearer(await tokenFor(db, stranger)),
-    );
+    const stranger = await createTokenUser(db, await createWorkspace(db));
+    const foreign = await svc.graph(CREATE_TASK, { input: { title: 'Theirs' } }, stranger.headers);
     const foreignId = (foreign.body.data?.createTask as { task: TaskData }).task.id;
     for (const id of [randomUUID(), foreignId]) {
       const { body } = await svc.graph(UPDATE_TASK, { id, input: { title: 'Mine' } }, headers);
@@ -373,7 +364,7 @@ describe('write scope', () => {
   test('a token without tasks:write cannot create or update', async () => {
     const writer = await member();
     const task = await created({ title: 'Guarded' }, writer.headers);
-    const reader = bearer(await tokenFor(db, writer.user, { scopes: ['tasks:read'] }));
+    const reader = await bearerFor(db, writer.user, { scopes: ['tasks:read'] });
     const missing = {
       code: 'UNAUTHORIZED',
       reason: 'scope_missing',

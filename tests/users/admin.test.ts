@@ -7,13 +7,14 @@ import { lockWorkspaceUsers } from '../../src/users/admin.js';
 import type { User } from '../../src/users/tables.js';
 import type { Workspace } from '../../src/workspaces/tables.js';
 import {
-  bearer,
+  bearerFor,
+  createSessionUser,
+  createTokenUser,
   createUser,
   createWorkspace,
-  sessionCookieFor,
-  tokenFor,
+  sessionFor,
 } from '../support/factories.js';
-import { startTestService, type TestService } from '../support/service.js';
+import { startServiceWithDb, type TestService } from '../support/service.js';
 import {
   expectRefusal,
   INVITE,
@@ -31,8 +32,7 @@ let svc: TestService;
 let db: Db;
 
 beforeAll(async () => {
-  svc = await startTestService({ plugins: { dir: staffPluginsDir } });
-  db = svc.db.database.db;
+  ({ svc, db } = await startServiceWithDb({ plugins: { dir: staffPluginsDir } }));
 });
 
 afterAll(() => svc.stop());
@@ -54,8 +54,7 @@ const beyondReach = {
 async function caller(
   role: string | null,
 ): Promise<{ user: User; headers: { authorization: string } }> {
-  const user = await createUser(db, svc.workspace, { role });
-  return { user, headers: bearer(await tokenFor(db, user)) };
+  return createTokenUser(db, svc.workspace, { role });
 }
 
 describe('who may manage accounts', () => {
@@ -92,19 +91,19 @@ describe('who may manage accounts', () => {
   });
 
   test('an admin token scoped users:write reaches invite', async () => {
-    const token = await tokenFor(db, svc.admin, { scopes: ['users:write'] });
+    const headers = await bearerFor(db, svc.admin, { scopes: ['users:write'] });
     const { body } = await svc.graph(
       INVITE,
       { email: `scoped-${randomUUID()}@example.com`, name: 'Scoped' },
-      bearer(token),
+      headers,
     );
     expect(body.errors).toBeUndefined();
   });
 
   test('an admin token scoped contacts:read is told about the scope first', async () => {
-    const token = await tokenFor(db, svc.admin, { scopes: ['contacts:read'] });
+    const headers = await bearerFor(db, svc.admin, { scopes: ['contacts:read'] });
     const email = `unscoped-${randomUUID()}@example.com`;
-    const { body } = await svc.graph(INVITE, { email, name: 'Unscoped' }, bearer(token));
+    const { body } = await svc.graph(INVITE, { email, name: 'Unscoped' }, headers);
     expectRefusal(body, {
       code: 'UNAUTHORIZED',
       reason: 'scope_missing',
@@ -216,9 +215,8 @@ describe('setUserRole', () => {
 
 describe('setUserDisabled', () => {
   test('disabling ends every session and stops every token at once', async () => {
-    const member = await createUser(db, svc.workspace);
-    const token = bearer(await tokenFor(db, member));
-    const cookie = { cookie: await sessionCookieFor(db, member) };
+    const { user: member, headers: token } = await createTokenUser(db, svc.workspace);
+    const cookie = await sessionFor(db, member);
     expect((await svc.graph(ME, {}, token)).body.data?.me).toMatchObject({ id: member.id });
     expect((await svc.graph(ME, {}, cookie)).body.data?.me).toMatchObject({ id: member.id });
 
@@ -238,8 +236,9 @@ describe('setUserDisabled', () => {
   });
 
   test('re-enabling an account lets its token work again', async () => {
-    const member = await createUser(db, svc.workspace, { disabled: true });
-    const token = bearer(await tokenFor(db, member));
+    const { user: member, headers: token } = await createTokenUser(db, svc.workspace, {
+      disabled: true,
+    });
     const { body } = await svc.graph(SET_DISABLED, { id: member.id, disabled: false });
     expect(body.data?.setUserDisabled).toEqual({ id: member.id, disabled: false });
     expect((await svc.graph(ME, {}, token)).body.data?.me).toMatchObject({ id: member.id });
@@ -259,8 +258,7 @@ describe('setUserDisabled', () => {
 
   test('a user manager cannot disable an admin', async () => {
     const manager = await caller('user_manager');
-    const admin = await createUser(db, svc.workspace, { role: 'admin' });
-    const cookie = await sessionCookieFor(db, admin);
+    const { user: admin, cookie } = await createSessionUser(db, svc.workspace, { role: 'admin' });
     const { body } = await svc.graph(
       SET_DISABLED,
       { id: admin.id, disabled: true },
@@ -274,7 +272,7 @@ describe('setUserDisabled', () => {
   test("another workspace's account is user_not_found and keeps its sessions", async () => {
     const elsewhere = await createWorkspace(db);
     const stranger = await createUser(db, elsewhere);
-    await sessionCookieFor(db, stranger);
+    await sessionFor(db, stranger);
     const { body } = await svc.graph(SET_DISABLED, { id: stranger.id, disabled: true });
     expectRefusal(body, notFound);
     expect(await storedUser(db, stranger)).toEqual(stranger);
@@ -300,16 +298,16 @@ describe('the last account able to manage users', () => {
     workspace: Workspace;
     a: User;
     b: User;
-    ta: string;
-    tb: string;
+    ta: { authorization: string };
+    tb: { authorization: string };
   }> {
     const workspace = await createWorkspace(db);
-    const a = await createUser(db, workspace, { role: 'admin' });
-    const b = await createUser(db, workspace, { role: 'admin' });
+    const a = await createTokenUser(db, workspace, { role: 'admin' });
+    const b = await createTokenUser(db, workspace, { role: 'admin' });
     // A pending admin and a disabled admin can manage nobody: they do not count.
     await createUser(db, workspace, { role: 'admin', password: null });
     await createUser(db, workspace, { role: 'admin', disabled: true });
-    return { workspace, a, b, ta: await tokenFor(db, a), tb: await tokenFor(db, b) };
+    return { workspace, a: a.user, b: b.user, ta: a.headers, tb: b.headers };
   }
 
   const writes: Array<[string, (target: User) => [string, Record<string, unknown>]]> = [
@@ -325,7 +323,7 @@ describe('the last account able to manage users', () => {
       // Holding the workspace's lock makes both requests pass their guards and queue up.
       await db.transaction(async (tx) => {
         await lockWorkspaceUsers(tx, workspace.id);
-        calls = [svc.graph(...write(b), bearer(ta)), svc.graph(...write(a), bearer(tb))];
+        calls = [svc.graph(...write(b), ta), svc.graph(...write(a), tb)];
         await lockWaiters(2);
       });
       const answers = await Promise.all(calls);
@@ -346,9 +344,9 @@ describe('the last account able to manage users', () => {
 
   test('one admin may demote or disable another while it remains', async () => {
     const { b, ta } = await twoAdmins();
-    const demoted = await svc.graph(SET_ROLE, { id: b.id, role: 'member' }, bearer(ta));
+    const demoted = await svc.graph(SET_ROLE, { id: b.id, role: 'member' }, ta);
     expect(demoted.body.errors).toBeUndefined();
-    const disabled = await svc.graph(SET_DISABLED, { id: b.id, disabled: true }, bearer(ta));
+    const disabled = await svc.graph(SET_DISABLED, { id: b.id, disabled: true }, ta);
     expect(disabled.body.errors).toBeUndefined();
   });
 });

@@ -8,29 +8,30 @@ import type { Db } from '../../src/db/client.js';
 import { NAME_MAX } from '../../src/users/rules.js';
 import { bearer, createUser, createWorkspace, PASSWORD, tokenFor } from '../support/factories.js';
 import { freePort } from '../support/env.js';
-import { startTestService, type GraphBody, type TestService } from '../support/service.js';
-import { createTestCert, startTestSmtp, type TestSmtp, mailEnv } from '../mail/test-smtp.js';
+import {
+  startServiceWithDb,
+  startTestService,
+  type GraphBody,
+  type TestService,
+} from '../support/service.js';
+import { mailEnv, type TestSmtp } from '../mail/test-smtp.js';
 import {
   ACCEPT,
   cookieFrom,
   expectRefusal,
   INVITE,
   invitationsOf,
+  linkInvalid,
   LOGIN,
   ME,
+  NEW_PASSWORD,
   RESEND,
   staffPluginsDir,
+  startMailingService,
   storedUser,
   tokenOf,
   usersWithEmail,
 } from './support.js';
-
-const NEW_PASSWORD = 'a brand new passphrase';
-const linkInvalid = {
-  code: 'VALIDATION',
-  reason: 'link_invalid',
-  message: 'that link is unknown, used or expired',
-};
 
 function email(): string {
   return `invitee-${randomUUID()}@example.com`;
@@ -57,8 +58,7 @@ describe('without SMTP', () => {
   let db: Db;
 
   beforeAll(async () => {
-    svc = await startTestService({ plugins: { dir: staffPluginsDir } });
-    db = svc.db.database.db;
+    ({ svc, db } = await startServiceWithDb({ plugins: { dir: staffPluginsDir } }));
   });
 
   afterAll(() => svc.stop());
@@ -326,13 +326,7 @@ describe('with SMTP', () => {
   let smtp: TestSmtp;
 
   beforeAll(async () => {
-    smtp = await startTestSmtp({ cert: createTestCert() });
-    svc = await startTestService({
-      env: {
-        ...mailEnv(smtp),
-        SVC_INVITE_TTL: '48h',
-      },
-    });
+    ({ svc, smtp } = await startMailingService({ SVC_INVITE_TTL: '48h' }));
   });
 
   afterAll(async () => {
@@ -389,15 +383,8 @@ describe('with a relay that does not answer', () => {
   let svc: TestService;
 
   beforeAll(async () => {
-    svc = await startTestService({
-      env: {
-        SVC_SMTP_HOST: '127.0.0.1',
-        SVC_SMTP_PORT: String(await freePort()),
-        SVC_SMTP_FROM: 'crm@example.test',
-        SVC_SMTP_TLS: 'none',
-        SVC_PUBLIC_URL: 'https://crm.example.test',
-      },
-    });
+    // A free port: nothing listens there, so every send fails.
+    svc = await startTestService({ env: mailEnv({ port: await freePort() }) });
   });
 
   afterAll(() => svc.stop());

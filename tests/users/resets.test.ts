@@ -8,26 +8,22 @@ import { passwordResets } from '../../src/auth/tables.js';
 import type { Db } from '../../src/db/client.js';
 import type { User } from '../../src/users/tables.js';
 import { createUser, createWorkspace, PASSWORD, sessionCookieFor } from '../support/factories.js';
-import { startTestService, type TestService } from '../support/service.js';
-import { createTestCert, startTestSmtp, type TestSmtp, mailEnv } from '../mail/test-smtp.js';
+import { useTestService, type TestService } from '../support/service.js';
+import type { TestSmtp } from '../mail/test-smtp.js';
 import {
   cookieFrom,
   expectRefusal,
+  linkInvalid,
   LOGIN,
   ME,
+  NEW_PASSWORD,
   REQUEST_RESET,
   RESET,
   resetLinksOf,
   sessionCount,
+  startMailingService,
   tokenOf,
 } from './support.js';
-
-const NEW_PASSWORD = 'a brand new passphrase';
-const linkInvalid = {
-  code: 'VALIDATION',
-  reason: 'link_invalid',
-  message: 'that link is unknown, used or expired',
-};
 
 let lastAddress = 0;
 /** A client address of its own for each request, so the attempts budget stays out of the way. */
@@ -45,15 +41,10 @@ describe('with SMTP', () => {
   let db: Db;
 
   beforeAll(async () => {
-    smtp = await startTestSmtp({ cert: createTestCert() });
-    svc = await startTestService({
-      env: {
-        ...mailEnv(smtp),
-        SVC_TRUSTED_PROXIES: '127.0.0.1/32',
-        SVC_RESET_TTL: '30m',
-      },
-    });
-    db = svc.db.database.db;
+    ({ svc, smtp, db } = await startMailingService({
+      SVC_TRUSTED_PROXIES: '127.0.0.1/32',
+      SVC_RESET_TTL: '30m',
+    }));
   });
 
   afterAll(async () => {
@@ -290,15 +281,10 @@ describe('with SMTP', () => {
 });
 
 describe('without SMTP', () => {
-  let svc: TestService;
-
-  beforeAll(async () => {
-    svc = await startTestService();
-  });
-
-  afterAll(() => svc.stop());
+  const service = useTestService();
 
   test('a reset request answers true, sends nothing and creates no link', async () => {
+    const svc = service();
     const db = svc.db.database.db;
     const user = await createUser(db, svc.workspace, { email: email() });
     const { body } = await svc.anonymous(REQUEST_RESET, { e: user.email });
@@ -307,7 +293,7 @@ describe('without SMTP', () => {
   });
 
   test('resetPassword refuses a token that names no link', async () => {
-    const { body } = await svc.anonymous(RESET, { t: 'r1_nonsense', p: NEW_PASSWORD });
+    const { body } = await service().anonymous(RESET, { t: 'r1_nonsense', p: NEW_PASSWORD });
     expectRefusal(body, linkInvalid);
   });
 });

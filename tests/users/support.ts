@@ -3,10 +3,12 @@ import { expect } from '@jest/globals';
 import path from 'node:path';
 import { and, eq, sql } from 'drizzle-orm';
 import { invitations, passwordResets, sessions } from '../../src/auth/tables.js';
+import type { Env } from '../../src/config.js';
 import type { Db } from '../../src/db/client.js';
 import { users, type User } from '../../src/users/tables.js';
+import { createTestCert, mailEnv, startTestSmtp, type TestSmtp } from '../mail/test-smtp.js';
 import { repoRoot } from '../support/env.js';
-import type { GraphBody } from '../support/service.js';
+import { startServiceWithDb, type GraphBody, type TestService } from '../support/service.js';
 
 /** A plugin declaring `user_manager` (manage_users alone) and `rota_keeper`. */
 export const staffPluginsDir = path.join(repoRoot, 'tests/users/fixtures/plugins');
@@ -28,6 +30,15 @@ export const REQUEST_RESET =
 export const RESET = 'mutation($t:String!,$p:String!){resetPassword(token:$t,password:$p){me{id}}}';
 export const LOGIN = 'mutation($e:String!,$p:String!){login(email:$e,password:$p){me{id}}}';
 export const ME = '{ me { id email name role } }';
+
+/** The password a test chooses when it follows an invitation or reset link. */
+export const NEW_PASSWORD = 'a brand new passphrase';
+/** How a used, unknown or expired invitation or reset link is refused. */
+export const linkInvalid = {
+  code: 'VALIDATION',
+  reason: 'link_invalid',
+  message: 'that link is unknown, used or expired',
+};
 
 /** Asserts a refusal in SPEC 7.1's shape: data null, then code, reason, meta, message. */
 export function expectRefusal(
@@ -97,4 +108,12 @@ export function tokenOf(link: string): string {
   const match = /#token=([^\s]+)$/.exec(link);
   expect(match).not.toBeNull();
   return decodeURIComponent(match?.[1] ?? '');
+}
+
+/** A test service mailing through a test SMTP server of its own, with `env` on top. */
+export async function startMailingService(
+  env: Env,
+): Promise<{ svc: TestService; smtp: TestSmtp; db: Db }> {
+  const smtp = await startTestSmtp({ cert: createTestCert() });
+  return { smtp, ...(await startServiceWithDb({ env: { ...mailEnv(smtp), ...env } })) };
 }

@@ -5,7 +5,7 @@ import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { sql } from 'drizzle-orm';
 import { sendOnce } from '../../src/webhooks/send.js';
-import { startTestService, type TestService } from '../support/service.js';
+import { startTestService, useTestService, type TestService } from '../support/service.js';
 import { CREATE_TASK } from '../support/tasks.js';
 
 interface Hit {
@@ -219,13 +219,10 @@ describe('allowed loopback receiver (127.0.0.1/32)', () => {
 });
 
 describe('loopback not allowed', () => {
-  let svc: TestService;
-  beforeAll(async () => {
-    svc = await startTestService();
-  });
-  afterAll(() => svc.stop());
+  const service = useTestService();
 
   test('an internal address is refused at delivery and counts as a failed attempt', async () => {
+    const svc = service();
     const r = await open([200]);
     // Registered before the operator narrowed the list: written straight to the table.
     const id = await insertWebhook(svc, `${r.url}/hook`);
@@ -243,6 +240,7 @@ describe('loopback not allowed', () => {
   });
 
   test('a name resolving to loopback is refused at creation, naming the variable', async () => {
+    const svc = service();
     const r = await open([200]);
     const url = `http://localhost:${new URL(r.url).port}/hook`;
     const { body } = await svc.graph(CREATE, { url, events: ['task.created'] });
@@ -251,6 +249,7 @@ describe('loopback not allowed', () => {
   });
 
   test('a name resolving to loopback is still refused at delivery', async () => {
+    const svc = service();
     const r = await open([200]);
     const url = `http://localhost:${new URL(r.url).port}/hook`;
     // Accepted when it resolved elsewhere (DNS answers change): written straight to the table.

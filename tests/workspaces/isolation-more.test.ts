@@ -29,6 +29,7 @@ import {
   createUser,
   createWorkspace,
   sessionCookieFor,
+  sessionFor,
   tokenFor,
 } from '../support/factories.js';
 import {
@@ -133,7 +134,7 @@ beforeAll(async () => {
     env: { SVC_WEBHOOK_ALLOWED_HOSTS: '127.0.0.1/32' },
   });
   db = svc.db.database.db;
-  aSession = { cookie: await sessionCookieFor(db, svc.admin) };
+  aSession = await sessionFor(db, svc.admin);
   bWorkspace = await createWorkspace(db);
   bAdmin = await createUser(db, bWorkspace, { role: 'admin' });
   bAdminToken = await tokenFor(db, bAdmin, { name: 'B admin token' });

@@ -3,15 +3,14 @@ import { buildCatalogue } from '../../auth/access.js';
 import { createLogger } from '../../log.js';
 import { DatabaseNotEmpty, DemoAlreadySeeded, seedDemo } from '../../seed/index.js';
 import {
+  asArg,
   generatePassword,
   migrateThenChange,
-  operatorOf,
   recordChange,
-  recordTimeoutMs,
+  startAccountCommand,
   withDatabase,
 } from '../account-commands.js';
 import { describeWorkspace, inTransaction } from '../accounts.js';
-import { commandConfig } from '../config.js';
 import { CommandError, UsageError } from '../errors.js';
 import { checkOptions } from '../options.js';
 import { commandContext } from '../service-context.js';
@@ -22,10 +21,7 @@ const args = {
     description:
       'confirm writing the demo workspace (an admin, a member, contacts and tasks) to the database',
   },
-  as: {
-    type: 'string',
-    description: 'operator named in the account-change record (default: the OS user name)',
-  },
+  as: asArg,
 } as const satisfies ArgsDef;
 
 /** The seed's refusals, saying that nothing changed and what to do instead. */
@@ -55,9 +51,7 @@ export default defineCommand({
         'seed writes a demo workspace (accounts with printed passwords, contacts and tasks) to the database; run it with -yes to go ahead',
       );
     }
-    const operator = operatorOf(values.as);
-    const loaded = commandConfig();
-    const timeoutMs = recordTimeoutMs(loaded);
+    const { operator, loaded, timeoutMs } = startAccountCommand(values.as);
     const passwords = { admin: generatePassword(), member: generatePassword() };
     const log = createLogger();
     await withDatabase(loaded, async (database, source) => {

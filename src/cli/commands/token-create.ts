@@ -4,13 +4,14 @@ import { createApiToken, expiryOf, MAX_TOKEN_DAYS, validateScopes } from '../../
 import { refuse } from '../../errors.js';
 import { loadPlugins } from '../../plugin-host/host.js';
 import {
+  asArg,
   operatorOf,
   recordChange,
   recordTimeoutMs,
   stopOnVariable,
   withDatabase,
 } from '../account-commands.js';
-import { describeWorkspace, requireAccount } from '../accounts.js';
+import { describeWorkspace, ownerWorkspaceArg, requireAccount } from '../accounts.js';
 import { repeatedOption } from '../argv.js';
 import { commandConfig, problemsStoppingPluginCommands, stopOn } from '../config.js';
 import { CommandError, UsageError } from '../errors.js';
@@ -18,11 +19,7 @@ import { checkOptions, forOption, plainWholeNumber, when } from '../options.js';
 
 const args = {
   email: { type: 'string', required: true, description: "the token owner's sign-in address" },
-  workspace: {
-    type: 'string',
-    description:
-      "id or name of the owner's workspace, needed when the address has accounts in several",
-  },
+  workspace: ownerWorkspaceArg,
   name: { type: 'string', required: true, description: 'a name to tell the token apart' },
   scope: {
     type: 'string',
@@ -33,10 +30,7 @@ const args = {
     type: 'string',
     description: `days until it expires (0 to ${MAX_TOKEN_DAYS}; 0 or never: no expiry); default SVC_TOKEN_TTL_DAYS (90)`,
   },
-  as: {
-    type: 'string',
-    description: 'operator named in the account-change record (default: the OS user name)',
-  },
+  as: asArg,
 } as const satisfies ArgsDef;
 
 /** `-ttl`: days, or null for no expiry; undefined when left out. */

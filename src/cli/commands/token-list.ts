@@ -3,17 +3,13 @@ import { EVERY_AREA } from '../../auth/access.js';
 import type { ApiToken } from '../../auth/tables.js';
 import { listApiTokens } from '../../auth/tokens.js';
 import { withDatabase } from '../account-commands.js';
-import { describeWorkspace, requireAccount } from '../accounts.js';
+import { describeWorkspace, ownerWorkspaceArg, requireAccount } from '../accounts.js';
 import { commandConfig } from '../config.js';
 import { checkOptions, formatTable, when } from '../options.js';
 
 const args = {
   email: { type: 'string', required: true, description: "the tokens' owner's sign-in address" },
-  workspace: {
-    type: 'string',
-    description:
-      "id or name of the owner's workspace, needed when the address has accounts in several",
-  },
+  workspace: ownerWorkspaceArg,
   all: { type: 'boolean', description: 'also list tokens that predate scopes' },
 } as const satisfies ArgsDef;
 

@@ -1,19 +1,10 @@
 import { sql } from 'drizzle-orm';
 import { defineCommand, type ArgsDef } from 'citty';
-import { createLogger } from '../../log.js';
 import { parseEmail, parseName } from '../../users/rules.js';
 import { createAccount } from '../../users/service.js';
 import { createWorkspace, workspacesWithName } from '../../workspaces/service.js';
-import {
-  migrateThenChange,
-  operatorOf,
-  passwordFrom,
-  recordChange,
-  recordTimeoutMs,
-  withDatabase,
-} from '../account-commands.js';
+import { asArg, createAdminAndRecord, newPasswordArg } from '../account-commands.js';
 import { describeWorkspace, inTransaction } from '../accounts.js';
-import { commandConfig } from '../config.js';
 import { CommandError, UsageError } from '../errors.js';
 import { checkOptions, forOption } from '../options.js';
 
@@ -25,15 +16,8 @@ const args = {
     description: 'sign-in address of its first admin',
   },
   'admin-name': { type: 'string', required: true, description: "the first admin's name" },
-  'admin-password': {
-    type: 'string',
-    description:
-      'sign-in password (12 to 1024 characters); left out, it is read from stdin when stdin is not a terminal, else generated and printed once',
-  },
-  as: {
-    type: 'string',
-    description: 'operator named in the account-change record (default: the OS user name)',
-  },
+  'admin-password': newPasswordArg,
+  as: asArg,
 } as const satisfies ArgsDef;
 
 const NAME_MAX = 200;
@@ -60,15 +44,10 @@ export default defineCommand({
     const name = parseWorkspaceName(values.name);
     const email = forOption('-admin-email', () => parseEmail(values['admin-email']));
     const adminName = forOption('-admin-name', () => parseName(values['admin-name']));
-    const operator = operatorOf(values.as);
-    const loaded = commandConfig();
-    const timeoutMs = recordTimeoutMs(loaded);
-    const [password, passwordSource] = await passwordFrom(
-      '-admin-password',
-      values['admin-password'],
-    );
-    await withDatabase(loaded, async (database) => {
-      const { workspace, user } = await migrateThenChange(database, loaded, createLogger(), (db) =>
+    await createAdminAndRecord(
+      values.as,
+      ['-admin-password', values['admin-password']],
+      (db, password) =>
         inTransaction(db, async (tx) => {
           // Names are not unique in the table; one lock per database keeps two commands
           // from both finding a name free.
@@ -88,29 +67,12 @@ export default defineCommand({
           });
           return { workspace: created, user: admin };
         }),
-      );
-      console.log(
-        `created workspace ${describeWorkspace(workspace)} with admin ${user.email} (${user.id})`,
-      );
-      if (passwordSource === 'generated') console.log(`password: ${password}`);
-      await recordChange(
-        database.db,
-        operator,
-        {
-          command: 'workspace:create',
-          workspaceId: workspace.id,
-          subject: user.email,
-          detail: {
-            workspaceName: workspace.name,
-            accountId: user.id,
-            name: user.name,
-            role: user.role,
-            passwordSource,
-          },
-        },
-        timeoutMs,
-        `workspace "${workspace.name}" was created`,
-      );
-    });
+      ({ user, workspace }) => ({
+        said: `created workspace ${describeWorkspace(workspace)} with admin ${user.email} (${user.id})`,
+        command: 'workspace:create',
+        detail: { workspaceName: workspace.name },
+        change: `workspace "${workspace.name}" was created`,
+      }),
+    );
   },
 });

@@ -1,17 +1,14 @@
 import { defineCommand, type ArgsDef } from 'citty';
 import { setWorkspaceDeactivated } from '../../workspaces/service.js';
-import { operatorOf, recordChange, recordTimeoutMs, withDatabase } from '../account-commands.js';
+import { asArg, recordChange, startAccountCommand, withDatabase } from '../account-commands.js';
 import { describeWorkspace, requireNamedWorkspace } from '../accounts.js';
-import { commandConfig, problemsStoppingPluginCommands, stopOn } from '../config.js';
+import { problemsStoppingPluginCommands, stopOn } from '../config.js';
 import { CommandError } from '../errors.js';
 import { checkOptions, when } from '../options.js';
 
 const args = {
   workspace: { type: 'string', required: true, description: 'id or name of the workspace' },
-  as: {
-    type: 'string',
-    description: 'operator named in the account-change record (default: the OS user name)',
-  },
+  as: asArg,
 } as const satisfies ArgsDef;
 
 type Change = 'deactivate' | 'reactivate';
@@ -30,9 +27,7 @@ export function workspaceStatusCommand(change: Change) {
     args,
     async run({ args: values, rawArgs }) {
       checkOptions(rawArgs, args);
-      const operator = operatorOf(values.as);
-      const loaded = commandConfig();
-      const timeoutMs = recordTimeoutMs(loaded);
+      const { operator, loaded, timeoutMs } = startAccountCommand(values.as);
       stopOn(problemsStoppingPluginCommands(loaded.problems));
       await withDatabase(loaded, async (database) => {
         const found = await requireNamedWorkspace(database.db, values.workspace);
