@@ -3,6 +3,7 @@
 // tables; a service the importer writes values through (docs/fields.md).
 import { definePlugin, provideService } from '../../src/plugin-sdk/index.js';
 import { liveDefinitionsOf } from './definitions.js';
+import './filter.js';
 import { MANAGE_FIELDS } from './graph.js';
 import { checkValues, FIELDS_CHANGED, writableField, writeValues } from './values.js';
 
@@ -69,6 +70,11 @@ export default definePlugin({
     field_setting_unexpected: {
       code: 'VALIDATION',
       message: (meta) => `this kind takes no ${String(meta.setting)}`,
+    },
+    field_condition_invalid: {
+      code: 'VALIDATION',
+      message: (meta) =>
+        `a condition on ${String(meta.field)} takes either equals or, for a text, contains`,
     },
     field_definitions_full: {
       code: 'CONFLICT',

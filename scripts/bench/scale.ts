@@ -29,6 +29,41 @@ const PAGE = 50;
 /** The service's pool (createDatabase's default); the baseline gets the same. */
 const POOL = 10;
 
+/**
+ * Defining and archiving a custom field on the seeded workspace, one at a time: each
+ * writes one definition row whatever the number of contacts (no rewrite, no backfill).
+ */
+async function definitionTimes(graph: string, headers: Record<string, string>) {
+  const post = async (query: string, variables: Record<string, unknown>) => {
+    const started = performance.now();
+    const response = await fetch(graph, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body: JSON.stringify({ query, variables }),
+    });
+    const body = (await response.json()) as { data?: Record<string, { id: string }> };
+    return { ms: performance.now() - started, id: Object.values(body.data ?? {})[0]?.id };
+  };
+  const median = (times: number[]) => times.sort((a, b) => a - b)[Math.floor(times.length / 2)]!;
+  const defined: number[] = [];
+  const archived: number[] = [];
+  for (let i = 0; i < 20; i += 1) {
+    const input = { name: `benchField${i}`, label: `Bench ${i}`, kind: 'text' };
+    const made = await post(
+      'mutation ($input: FieldDefineInput!) { defineField(input: $input) { id } }',
+      { input },
+    );
+    defined.push(made.ms);
+    const gone = await post('mutation ($id: UUID!) { archiveField(id: $id) { id } }', {
+      id: made.id,
+    });
+    archived.push(gone.ms);
+  }
+  console.log(
+    `custom fields on ${CONTACTS} contacts, one at a time: defineField median ${median(defined).toFixed(1)} ms, archiveField median ${median(archived).toFixed(1)} ms`,
+  );
+}
+
 // ---------------------------------------------------------------------------- baseline
 
 type Sql = postgres.Sql;
@@ -415,6 +450,7 @@ try {
   console.log('\nall:');
   report(rows, rows[0] as LoadResult, pairs);
   console.log(`\nsvc serve peak memory: ${peakRss(service.child.pid as number)}`);
+  await definitionTimes(graph, headers);
   await baseline.close();
   await service.stop();
 

@@ -12,6 +12,7 @@ import {
 import { limited } from '../graph/input-limits.js';
 import { selects } from '../graph/selection.js';
 import { IDENTITIES_PER_REQUEST, TEXT_MAX } from '../limits.js';
+import { contactFilters, usedFilters } from './filters.js';
 import { contactLoaders } from './loaders.js';
 import {
   addContactIdentity,
@@ -84,7 +85,10 @@ const ContactPageObject = builder.objectRef<ContactPage>('ContactPage').implemen
     total: t.int({
       description: 'Every contact matching the filter.',
       // Unfiltered it is the workspace's stored count; filtered, a count of every match.
-      extensions: costs({ cost: (_args, page) => (filtered(page) ? FILTER_COUNT : STATEMENT) }),
+      extensions: costs({
+        cost: (_args, page) =>
+          filtered(page) || usedFilters(page).length > 0 ? FILTER_COUNT : STATEMENT,
+      }),
       resolve: (page) => page.total,
     }),
     limit: t.exposeInt('limit', { description: 'The page size served.' }),
@@ -166,12 +170,20 @@ builder.queryFields((t) => ({
       order: t.arg({ type: SortOrderEnum, required: false, defaultValue: 'ASC' }),
       limit: t.arg.int({ required: false }),
       offset: t.arg.int({ required: false, description: 'Zero or more. @default 0' }),
+      // Plugins' filters (src/contacts/filters.ts): the fields plugin's `field`.
+      ...Object.fromEntries(
+        contactFilters().map((filter) => [
+          filter.argument,
+          t.arg({ type: filter.type, required: false, description: filter.description }),
+        ]),
+      ),
     },
     extensions: costs({
       cost: (args) =>
         STATEMENT +
         searchCost(args) +
-        (Array.isArray(args.channels) && args.channels.length > 0 ? CHANNEL_FILTER : 0),
+        (Array.isArray(args.channels) && args.channels.length > 0 ? CHANNEL_FILTER : 0) +
+        usedFilters(args).reduce((sum, { filter, value }) => sum + filter.cost(value), 0),
     }),
     resolve: (_root, args, ctx, info) =>
       contactPage(ctx, { ...args, withTotal: selects(info, 'total') }),

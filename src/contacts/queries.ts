@@ -15,6 +15,8 @@ export interface ContactFilter {
   q?: string | null;
   /** Channel names, already normalised; empty or absent: no narrowing. */
   channels?: readonly string[] | null;
+  /** Conditions of plugins' filters (src/contacts/filters.ts), already built. */
+  conditions?: readonly SQL[];
 }
 
 export type ContactOrder = 'NAME' | 'CREATED_AT';
@@ -61,6 +63,7 @@ function filterCondition(workspaceId: string, filter: ContactFilter): SQL | unde
       ),
     );
   }
+  conditions.push(...(filter.conditions ?? []));
   return conditions.length > 0 ? and(...conditions) : undefined;
 }
 
@@ -73,7 +76,11 @@ function identityContacts(workspaceId: string, condition: SQL): SQL {
 }
 
 export function isFiltered(filter: ContactFilter): boolean {
-  return Boolean(filter.q?.trim()) || Boolean(filter.channels && filter.channels.length > 0);
+  return (
+    Boolean(filter.q?.trim()) ||
+    Boolean(filter.channels && filter.channels.length > 0) ||
+    Boolean(filter.conditions && filter.conditions.length > 0)
+  );
 }
 
 /** A contact with the key it sorts by (PostgreSQL's `lower`, so cursors match its order). */

@@ -10,6 +10,7 @@ import {
   type NormalisedIdentity,
 } from './channels.js';
 import { contactLoaders } from './loaders.js';
+import { usedFilters } from './filters.js';
 import {
   bumpContactCount,
   countIdentitiesOf,
@@ -264,6 +265,8 @@ export async function contactPage(
     offset?: number | null;
     /** Count the matches too (a statement of its own when filtered). @default true */
     withTotal?: boolean;
+    /** Plugins' filter arguments, by name (src/contacts/filters.ts). */
+    [argument: string]: unknown;
   },
 ): Promise<ContactPage> {
   const limit = pageSize(args.limit, ctx.config, 'limit');
@@ -271,7 +274,10 @@ export async function contactPage(
   if (offset < 0) throw refuse('offset_negative');
   const db = ctx.database.db;
   const { workspaceId } = signedIn(ctx);
-  const filter = filterOf(args);
+  const conditions = await Promise.all(
+    usedFilters(args).map(({ filter, value }) => filter.condition(ctx, value)),
+  );
+  const filter = { ...filterOf(args), conditions };
   const [items, total] = await Promise.all([
     selectContactPage(db, workspaceId, filter, {
       orderBy: args.orderBy ?? 'NAME',

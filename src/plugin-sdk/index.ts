@@ -49,6 +49,11 @@ export { contacts } from '../contacts/tables.js';
  * to the graph (`{ id, name }`), each one indexed read.
  */
 export { contactExists, findContactRef } from '../contacts/queries.js';
+/**
+ * A filter a plugin adds to `contactPage` (an argument of its own, turned into a condition
+ * on `contacts`); declared when the backend loads.
+ */
+export { registerContactFilter, type ContactFilterDeclaration } from '../contacts/filters.js';
 export { recordEvent } from '../events/service.js';
 export { registerChannel } from '../contacts/channels.js';
 export { pageSize } from '../paging/index.js';
@@ -59,7 +64,14 @@ export { pageSize } from '../paging/index.js';
  */
 export { limited, type InputLimits } from '../graph/input-limits.js';
 export { costs, type FieldComplexity, type FieldArguments } from '../graph/complexity.js';
-export { STATEMENT, WRITE, SEARCH, FILTER_COUNT, PASSWORD } from '../graph/costs.js';
+export {
+  STATEMENT,
+  WRITE,
+  SEARCH,
+  FILTER_COUNT,
+  INDEXED_FILTER,
+  PASSWORD,
+} from '../graph/costs.js';
 export { checkText, TEXT_MAX, DEFAULT_TEXT_MAX, DEFAULT_LIST_MAX } from '../limits.js';
 export { extendCoreType, type CoreParent, type CoreFieldBuilder } from './extend.js';
 export { AppError, refusePlugin as refuse, type ErrorCode, type Meta } from '../errors.js';

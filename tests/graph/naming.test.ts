@@ -20,6 +20,7 @@ const allowlist: Record<string, string[]> = {
     'FieldEntry',
     'FieldDefineInput',
     'FieldSubFieldInput',
+    'FieldCondition',
   ],
 };
 
