@@ -58,6 +58,17 @@ export { recordEvent } from '../events/service.js';
 export { registerChannel } from '../contacts/channels.js';
 export { pageSize } from '../paging/index.js';
 /**
+ * Untrusted input parsed off the request thread: a JavaScript module run on a worker
+ * thread under a heap and a time limit (an uploaded spreadsheet).
+ */
+export {
+  runInWorker,
+  WorkerLimitError,
+  type WorkerLimits,
+  type WorkerFailure,
+} from '../workers/run.js';
+export type { UploadedFile } from '../graph/builder.js';
+/**
  * Limits every graph input is held to and what fields cost (docs/limits.md): declare an
  * argument's cap with `extensions: limited({ maxLength })`, a field's statements with
  * `extensions: costs({ cost })`, and check stored text in a service with `checkText`.

@@ -18,7 +18,7 @@ import { scopesAllow, type AccessRule, type Scope } from '../../src/auth/access.
 import { buildSchema } from '../../src/graph/schema.js';
 import type { User } from '../../src/users/tables.js';
 import { bearer, createUser, sessionCookieFor, tokenFor } from '../support/factories.js';
-import { startTestService, type TestService } from '../support/service.js';
+import { startTestService, type GraphBody, type TestService } from '../support/service.js';
 
 type Expected = 'open' | 'signed-in' | AccessRule;
 const manageUsers: AccessRule = { scope: 'users:write', capability: 'manage_users' };
@@ -73,6 +73,9 @@ const expectedRules: Record<string, Expected> = {
   'Mutation.addContactFieldEntry': { scope: 'contacts:write' },
   'Mutation.updateContactFieldEntry': { scope: 'contacts:write' },
   'Mutation.deleteContactFieldEntry': { scope: 'contacts:write' },
+  'Query.imports': { scope: 'imports:read' },
+  'Query.importJob': { scope: 'imports:read' },
+  'Mutation.importUpload': { scope: 'imports:write' },
 };
 
 interface PothosExtensions {
@@ -97,6 +100,9 @@ function rootFields(): [string, GraphQLField<unknown, unknown>][] {
     );
 }
 
+/** Marks an `Upload` variable: sendMultipart sends a file in its place. */
+const UPLOAD_SAMPLE = 'upload:sample';
+
 /** A value of `type` good enough to pass validation; the resolver may still refuse it. */
 function sample(type: GraphQLInputType): unknown {
   const inner = getNullableType(type);
@@ -117,10 +123,33 @@ function sample(type: GraphQLInputType): unknown {
       Boolean: false,
       Date: '2024-01-01',
       DateTime: '2024-01-01T00:00:00Z',
+      Upload: UPLOAD_SAMPLE,
     };
     return byName[inner.name] ?? 'x';
   }
   return null;
+}
+
+/**
+ * An operation whose `Upload` variables travel as files of a multipart request (GraphQL
+ * multipart request specification), each a one-line CSV.
+ */
+async function sendMultipart(
+  query: string,
+  variables: Record<string, unknown>,
+  headers: Record<string, string>,
+): Promise<{ body: GraphBody }> {
+  const form = new FormData();
+  const files = Object.keys(variables).filter((name) => variables[name] === UPLOAD_SAMPLE);
+  const nulled = Object.fromEntries(files.map((name) => [name, null]));
+  form.append('operations', JSON.stringify({ query, variables: { ...variables, ...nulled } }));
+  form.append(
+    'map',
+    JSON.stringify(Object.fromEntries(files.map((name, i) => [i, [`variables.${name}`]]))),
+  );
+  files.forEach((_name, i) => form.append(String(i), new Blob(['name\nAda\n']), 'sample.csv'));
+  const response = await fetch(`${svc.url}/api/graphql`, { method: 'POST', headers, body: form });
+  return { body: (await response.json()) as GraphBody };
 }
 
 function operationFor(path: string, field: GraphQLField<unknown, unknown>) {
@@ -253,7 +282,9 @@ describe('root field guards', () => {
         const { query, variables } = operationFor(path, field);
         const headers = await caller.headers();
         const send = caller.kind === 'anonymous' ? svc.anonymous : svc.graph;
-        const { body } = await send(query, variables, headers);
+        const { body } = field.args.some((a) => getNamedType(a.type).name === 'Upload')
+          ? await sendMultipart(query, variables, headers)
+          : await send(query, variables, headers);
         const reason = body.errors?.[0]?.extensions.reason;
         const got: Outcome =
           typeof reason === 'string' && refusals.has(reason) ? (reason as Outcome) : 'allowed';

@@ -4,6 +4,7 @@
 // here fails the first test. Events are triggered through the graph and read as a webhook
 // receiver and a `coreEvent` stream get them.
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { uploadFile } from '../plugins/importer/support.js';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { sql } from 'drizzle-orm';
@@ -124,6 +125,11 @@ const TRIGGERS: Record<string, Trigger> = {
     });
     expect(body.errors).toBeUndefined();
     return { contactId: about.id, fields: ['tier'] };
+  },
+  'import.staged': async () => {
+    const { body } = await uploadFile(svc, 'name,email\nAda,ada@example.com\nBea,b@example.com\n');
+    const staged = dataOf<{ id: string }>(body, 'importUpload');
+    return { importId: staged.id, rows: 2 };
   },
   'note.created': async () => {
     const about = await contact('Noted');

@@ -22,6 +22,8 @@ const allowlist: Record<string, string[]> = {
     'FieldSubFieldInput',
     'FieldCondition',
   ],
+  // SPEC 2.10 and 4.2 name the record "Import" (`importJob`, `importUpload`).
+  importer: ['Import', 'ImportRow', 'ImportReason'],
 };
 
 let artifacts: SchemaArtifacts;

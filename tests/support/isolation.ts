@@ -92,6 +92,8 @@ export const ISOLATION_CASES: Readonly<Record<string, string>> = {
   'updateContactFieldEntry(entryId)': 'isolation-fields.test.ts',
   'deleteContactFieldEntry(contactId)': 'isolation-fields.test.ts',
   'deleteContactFieldEntry(entryId)': 'isolation-fields.test.ts',
+  'importJob(id)': 'isolation-importer.test.ts',
+  'imports(before)': 'isolation-importer.test.ts',
 };
 
 /**

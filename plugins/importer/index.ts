@@ -1,0 +1,24 @@
+// The importer plugin (SPEC 2.10): contacts from a CSV or spreadsheet, read on a worker
+// thread under limits and staged row by row with reasons (docs/importer.md).
+import { definePlugin } from '../../src/plugin-sdk/index.js';
+import './graph.js';
+
+export { FILE_MAX_BYTES, PARSE_LIMITS } from './service.js';
+
+export default definePlugin({
+  id: 'importer',
+  // Tokens may be narrowed to imports:read / imports:write.
+  areas: ['imports'],
+  events: ['import.staged'],
+  reasons: {
+    import_not_found: { code: 'NOT_FOUND', message: 'import not found' },
+    file_too_large: {
+      code: 'VALIDATION',
+      message: (meta) => `the file may be at most ${String(meta.maxBytes)} bytes`,
+    },
+    file_unreadable: {
+      code: 'VALIDATION',
+      message: 'not a CSV or spreadsheet the service reads',
+    },
+  },
+});

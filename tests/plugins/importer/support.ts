@@ -1,0 +1,25 @@
+// What the importer's tests share: a multipart upload (GraphQL multipart request spec).
+import type { GraphBody, TestService } from '../../support/service.js';
+
+export const UPLOAD = `mutation ($file: Upload!) {
+  importUpload(file: $file) {
+    id fileName format state columns rowCount
+    rows(first: 200) { line cells reason { code meta } }
+  }
+}`;
+
+/** POSTs `bytes` as the `file` variable of `query` (the admin's unless `headers` say). */
+export async function uploadFile(
+  svc: TestService,
+  bytes: Uint8Array | string,
+  name = 'contacts.csv',
+  headers: Record<string, string> = svc.adminHeaders,
+  query = UPLOAD,
+): Promise<{ status: number; body: GraphBody }> {
+  const form = new FormData();
+  form.append('operations', JSON.stringify({ query, variables: { file: null } }));
+  form.append('map', JSON.stringify({ 0: ['variables.file'] }));
+  form.append('0', new Blob([bytes as BlobPart]), name);
+  const response = await fetch(`${svc.url}/api/graphql`, { method: 'POST', headers, body: form });
+  return { status: response.status, body: (await response.json()) as GraphBody };
+}
