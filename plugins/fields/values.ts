@@ -100,6 +100,7 @@ export async function writeValues(
     contactId: string;
     actorUserId: string | null;
     checked: CheckedFieldValues;
+    event?: boolean;
   },
 ): Promise<void> {
   const { workspaceId, contactId, checked } = input;
@@ -132,6 +133,7 @@ export async function writeValues(
         ),
       );
   }
+  if (input.event === false) return;
   await recordEvent(tx, {
     workspaceId,
     name: FIELDS_CHANGED,

@@ -9,21 +9,22 @@ import {
   TEXT_MAX,
   WRITE,
 } from '../../src/plugin-sdk/index.js';
+import { commitImport, importTargets, setMapping, type ImportTarget } from './commit.js';
 import { findImport, importRowsOf, listImports, uploadImport } from './service.js';
-import type { Import, ImportRow } from './tables.js';
+import type { Import, ImportRow, RowReason } from './tables.js';
 
 const readImports = { access: { scope: 'imports:read' } } as const;
 const writeImports = { access: { scope: 'imports:write' } } as const;
+// Committing writes contacts: a token needs imports:write; the contacts follow from it.
+const writeImportsAndContacts = writeImports;
 
-const ImportReasonObject = builder
-  .objectRef<NonNullable<ImportRow['reason']>>('ImportReason')
-  .implement({
-    description: "Why a staged row will not import as it is (SPEC 2.10's codes).",
-    fields: (t) => ({
-      code: t.exposeString('code'),
-      meta: t.field({ type: 'JSON', resolve: (reason) => reason.meta }),
-    }),
-  });
+const ImportReasonObject = builder.objectRef<NonNullable<RowReason>>('ImportReason').implement({
+  description: "Why a staged row will not import as it is (SPEC 2.10's codes).",
+  fields: (t) => ({
+    code: t.exposeString('code'),
+    meta: t.field({ type: 'JSON', resolve: (reason) => reason.meta }),
+  }),
+});
 
 const ImportRowObject = builder.objectRef<ImportRow>('ImportRow').implement({
   description: 'One row of the file as staged: its cells as read and its reason.',
@@ -33,8 +34,34 @@ const ImportRowObject = builder.objectRef<ImportRow>('ImportRow').implement({
     reason: t.field({
       type: ImportReasonObject,
       nullable: true,
-      resolve: (row) => row.reason ?? null,
+      // A reason stored before reasons were codes is text: it reads as legacy_text.
+      resolve: (row) =>
+        typeof row.reason === 'string'
+          ? { code: 'legacy_text', meta: { text: row.reason } }
+          : (row.reason ?? null),
     }),
+    contactId: t.expose('contactId', {
+      type: 'UUID',
+      nullable: true,
+      description:
+        'The contact holding the row’s address (identity_taken_by), or the one it created.',
+    }),
+  }),
+});
+
+const ImportFieldObject = builder.objectRef<ImportTarget>('ImportField').implement({
+  description: 'What a column may be mapped to: the name, a kind of address, a custom field.',
+  fields: (t) => ({
+    key: t.exposeString('key', { description: '`name`, `identity:email`, `field:<name>`.' }),
+    label: t.exposeString('label'),
+    kind: t.exposeString('kind', { description: '`name`, `identity` or the field’s kind.' }),
+  }),
+});
+
+const ImportColumnInput = builder.inputType('ImportColumnInput', {
+  fields: (t) => ({
+    column: t.int({ description: 'The column’s index in `columns`, from 0.' }),
+    target: t.string({ extensions: limited({ maxLength: 100 }) }),
   }),
 });
 
@@ -47,6 +74,15 @@ export const ImportObject = builder.objectRef<Import>('Import').implement({
     state: t.exposeString('state'),
     columns: t.exposeStringList('columns', { description: "The header row's cells." }),
     rowCount: t.exposeInt('rowCount'),
+    mapping: t.field({
+      type: ['String'],
+      nullable: { list: true, items: true },
+      description: 'Each column’s target key, or null; null until mapped.',
+      resolve: (job) => job.mapping ?? null,
+    }),
+    createdCount: t.exposeInt('createdCount', { nullable: true }),
+    skippedCount: t.exposeInt('skippedCount', { nullable: true }),
+    committedAt: t.expose('committedAt', { type: 'DateTime', nullable: true }),
     createdAt: t.expose('createdAt', { type: 'DateTime' }),
     rows: t.field({
       type: [ImportRowObject],
@@ -85,6 +121,13 @@ builder.queryFields((t) => ({
     args: { id: t.arg({ type: 'UUID', required: true }) },
     resolve: (_root, args, ctx) => findImport(ctx, args.id),
   }),
+  importFields: t.field({
+    type: [ImportFieldObject],
+    description:
+      'What columns may be mapped to: the name, each kind of address, every live custom field.',
+    authScopes: readImports,
+    resolve: (_root, _args, ctx) => importTargets(ctx),
+  }),
 }));
 
 builder.mutationFields((t) => ({
@@ -98,5 +141,29 @@ builder.mutationFields((t) => ({
     // Reading the file is CPU on a worker thread, as costly as a search.
     extensions: costs({ cost: WRITE + SEARCH }),
     resolve: (_root, args, ctx) => uploadImport(ctx, args.file),
+  }),
+  importSetMapping: t.field({
+    type: ImportObject,
+    description: 'Maps columns to targets and judges every row by the mapping.',
+    authScopes: writeImports,
+    args: {
+      id: t.arg({ type: 'UUID', required: true }),
+      mapping: t.arg({
+        type: [ImportColumnInput],
+        required: true,
+        extensions: limited({ maxItems: 200 }),
+      }),
+    },
+    // Every row is read and judged, and the workspace's addresses checked: a search's worth.
+    extensions: costs({ cost: WRITE + SEARCH }),
+    resolve: (_root, args, ctx) => setMapping(ctx, args.id, args.mapping),
+  }),
+  importCommit: t.field({
+    type: ImportObject,
+    description: 'Creates the contacts of every importable row, once, in one transaction.',
+    authScopes: writeImportsAndContacts,
+    args: { id: t.arg({ type: 'UUID', required: true }) },
+    extensions: costs({ cost: WRITE + SEARCH }),
+    resolve: (_root, args, ctx) => commitImport(ctx, args.id),
   }),
 }));

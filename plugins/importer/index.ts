@@ -9,9 +9,13 @@ export default definePlugin({
   id: 'importer',
   // Tokens may be narrowed to imports:read / imports:write.
   areas: ['imports'],
-  events: ['import.staged'],
+  events: ['import.staged', 'import.completed'],
   reasons: {
     import_not_found: { code: 'NOT_FOUND', message: 'import not found' },
+    mapping_invalid: { code: 'VALIDATION', message: 'mapping invalid' },
+    mapping_required: { code: 'CONFLICT', message: 'map the columns before committing' },
+    mapping_locked: { code: 'CONFLICT', message: 'the import no longer takes a mapping' },
+    already_committed: { code: 'CONFLICT', message: 'the import was committed before' },
     file_too_large: {
       code: 'VALIDATION',
       message: (meta) => `the file may be at most ${String(meta.maxBytes)} bytes`,

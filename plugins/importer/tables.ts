@@ -8,12 +8,15 @@ import {
   pgTable,
   primaryKey,
   text,
+  timestamp,
   uuid,
 } from 'drizzle-orm/pg-core';
 import { createdAt, workspaceOwned } from '../../src/plugin-sdk/index.js';
 
 /** A staged row's reason: null when none applies (SPEC 2.10). */
 export type RowReason = { code: string; meta: Record<string, unknown> } | null;
+/** As stored: a reason written before reasons were codes is its text (legacy_text). */
+export type StoredReason = RowReason | string;
 
 /** An uploaded file and where it stands (docs/importer.md has the states). */
 export const imports = pgTable(
@@ -27,6 +30,12 @@ export const imports = pgTable(
     /** The header row's cells, in order. */
     columns: jsonb().$type<string[]>().notNull(),
     rowCount: integer().notNull(),
+    /** Each column's target (`name`, `identity:email`, `field:tier`) or null; null until mapped. */
+    mapping: jsonb().$type<(string | null)[]>(),
+    /** Contacts the commit created, and rows it left out. */
+    createdCount: integer(),
+    skippedCount: integer(),
+    committedAt: timestamp({ withTimezone: true }),
     createdBy: uuid(),
     createdAt: createdAt(),
   },
@@ -46,7 +55,9 @@ export const importRows = pgTable(
     /** The file's line the row ends on (the header is line 1). */
     line: integer().notNull(),
     cells: jsonb().$type<string[]>().notNull(),
-    reason: jsonb().$type<RowReason>(),
+    reason: jsonb().$type<StoredReason>(),
+    /** The contact holding the row's address (identity_taken_by), or the one it created. */
+    contactId: uuid(),
   },
   (t) => [
     primaryKey({ columns: [t.workspaceId, t.importId, t.line] }),

@@ -50,6 +50,18 @@ export { contacts } from '../contacts/tables.js';
  */
 export { contactExists, findContactRef } from '../contacts/queries.js';
 /**
+ * Contacts in bulk (the importer): judged as createContact judges them, checked against
+ * the workspace's identities in one read, written in the caller's transaction.
+ */
+export {
+  prepareContact,
+  identityKey,
+  identityHolders,
+  isWritableChannel,
+  createContactsIn,
+  type NewContact,
+} from '../contacts/bulk.js';
+/**
  * A filter a plugin adds to `contactPage` (an argument of its own, turned into a condition
  * on `contacts`); declared when the backend loads.
  */

@@ -35,7 +35,7 @@ export interface FieldsService {
   checkValues(fields: readonly WritableField[], values: unknown): CheckedFieldValues | AppError;
   /**
    * Writes checked values of a contact inside the caller's transaction and records
-   * `contact.fields_changed` there. The contact must be the workspace's (a foreign key
+   * `contact.fields_changed` there (unless `event` is false). The contact must be the workspace's (a foreign key
    * refuses another).
    */
   writeValues(
@@ -45,6 +45,8 @@ export interface FieldsService {
       contactId: string;
       actorUserId: string | null;
       checked: CheckedFieldValues;
+      /** Records `contact.fields_changed`; a bulk writer records its own summary. @default true */
+      event?: boolean;
     },
   ): Promise<void>;
 }

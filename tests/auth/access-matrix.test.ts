@@ -76,6 +76,9 @@ const expectedRules: Record<string, Expected> = {
   'Query.imports': { scope: 'imports:read' },
   'Query.importJob': { scope: 'imports:read' },
   'Mutation.importUpload': { scope: 'imports:write' },
+  'Query.importFields': { scope: 'imports:read' },
+  'Mutation.importSetMapping': { scope: 'imports:write' },
+  'Mutation.importCommit': { scope: 'imports:write' },
 };
 
 interface PothosExtensions {

@@ -131,6 +131,24 @@ const TRIGGERS: Record<string, Trigger> = {
     const staged = dataOf<{ id: string }>(body, 'importUpload');
     return { importId: staged.id, rows: 2 };
   },
+  'import.completed': async () => {
+    const { body } = await uploadFile(svc, 'name,email\nAda,ada@example.com\nBea,\n');
+    const id = dataOf<{ id: string }>(body, 'importUpload').id;
+    const mapping = [
+      { column: 0, target: 'name' },
+      { column: 1, target: 'identity:email' },
+    ];
+    const mapped = await svc.graph(
+      'mutation ($id: UUID!, $m: [ImportColumnInput!]!) { importSetMapping(id: $id, mapping: $m) { id } }',
+      { id, m: mapping },
+    );
+    expect(mapped.body.errors).toBeUndefined();
+    const committed = await svc.graph('mutation ($id: UUID!) { importCommit(id: $id) { id } }', {
+      id,
+    });
+    expect(committed.body.errors).toBeUndefined();
+    return { importId: id, created: 1, skipped: 1 };
+  },
   'note.created': async () => {
     const about = await contact('Noted');
     const { body } = await svc.graph(NOTE_CREATE, { contactId: about.id, body: 'Met today' });

@@ -94,6 +94,8 @@ export const ISOLATION_CASES: Readonly<Record<string, string>> = {
   'deleteContactFieldEntry(entryId)': 'isolation-fields.test.ts',
   'importJob(id)': 'isolation-importer.test.ts',
   'imports(before)': 'isolation-importer.test.ts',
+  'importSetMapping(id)': 'isolation-importer.test.ts',
+  'importCommit(id)': 'isolation-importer.test.ts',
 };
 
 /**

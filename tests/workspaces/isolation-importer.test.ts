@@ -37,4 +37,36 @@ describe('import ids of another workspace', () => {
     );
     expect((await svc.graph('{ imports { id rowCount } }', {}, b)).body).toEqual(before.body);
   });
+
+  test("importSetMapping(id) and importCommit(id) with B's import", async () => {
+    const before = await svc.graph(
+      'query ($id: UUID!) { importJob(id: $id) { state mapping rows { reason { code } } } }',
+      { id: bImport },
+      b,
+    );
+    const mapping = [
+      { column: 0, target: 'name' },
+      { column: 1, target: 'identity:email' },
+    ];
+    await expectAnsweredAsUnknown(
+      svc,
+      'importSetMapping(id)',
+      'mutation ($id: UUID!, $m: [ImportColumnInput!]!) { importSetMapping(id: $id, mapping: $m) { id } }',
+      (id) => ({ id, m: mapping }),
+      bImport,
+    );
+    await expectAnsweredAsUnknown(
+      svc,
+      'importCommit(id)',
+      'mutation ($id: UUID!) { importCommit(id: $id) { id } }',
+      (id) => ({ id }),
+      bImport,
+    );
+    const after = await svc.graph(
+      'query ($id: UUID!) { importJob(id: $id) { state mapping rows { reason { code } } } }',
+      { id: bImport },
+      b,
+    );
+    expect(after.body).toEqual(before.body);
+  });
 });

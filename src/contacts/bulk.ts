@@ -1,0 +1,161 @@
+// Contacts a plugin creates in bulk (the importer): judged as createContact judges them,
+// checked against the identities the workspace holds in one read, and written in batches
+// inside the plugin's own transaction.
+import { randomUUID } from 'node:crypto';
+import { and, eq, inArray, sql } from 'drizzle-orm';
+import type { Db } from '../db/client.js';
+import { AppError, refuse } from '../errors.js';
+import { checkText, TEXT_MAX } from '../limits.js';
+import {
+  findChannel,
+  normaliseIdentity,
+  type IdentityInput,
+  type NormalisedIdentity,
+} from './channels.js';
+import { bumpContactCount } from './queries.js';
+import { contactIdentities, contacts } from './tables.js';
+
+/** A contact ready to be written: its name and identities, checked. */
+export interface NewContact {
+  name: string;
+  identities: readonly NormalisedIdentity[];
+}
+
+/** Rows a bulk statement writes at most. */
+const BATCH = 2_000;
+
+/**
+ * Judges a contact's details as `createContact` does (a name, identities on writable
+ * channels, their caps): the contact ready to write, or the refusal it would get.
+ */
+export function prepareContact(input: {
+  name: string;
+  identities: readonly IdentityInput[];
+}): NewContact | AppError {
+  try {
+    const name = input.name.trim();
+    if (!name) throw refuse('contact_name_required');
+    checkText(name, 'name', TEXT_MAX.name);
+    const seen = new Set<string>();
+    const identities: NormalisedIdentity[] = [];
+    for (const given of input.identities) {
+      const identity = normaliseIdentity(given);
+      const key = identityKey(identity);
+      if (!seen.has(key)) identities.push(identity);
+      seen.add(key);
+    }
+    return { name, identities };
+  } catch (error) {
+    if (error instanceof AppError) return error;
+    throw error;
+  }
+}
+
+/** What makes two identities the same: their channel and identifier key. */
+export function identityKey(identity: { channel: string; identifierKey: string }): string {
+  return `${identity.channel}\u0000${identity.identifierKey}`;
+}
+
+/** The channels a caller may write identities on (`email`, `phone`, a plugin's writable ones). */
+export function isWritableChannel(name: string): boolean {
+  return findChannel(name)?.writable === true;
+}
+
+/**
+ * The contacts of the workspace holding any of `identities`, by `identityKey`: one read
+ * per channel and batch, along the identities' unique key.
+ */
+export async function identityHolders(
+  db: Db,
+  workspaceId: string,
+  identities: readonly NormalisedIdentity[],
+): Promise<Map<string, { contactId: string; contactName: string }>> {
+  const held = new Map<string, { contactId: string; contactName: string }>();
+  const byChannel = new Map<string, string[]>();
+  for (const identity of identities) {
+    byChannel.set(identity.channel, [
+      ...(byChannel.get(identity.channel) ?? []),
+      identity.identifierKey,
+    ]);
+  }
+  for (const [channel, keys] of byChannel) {
+    for (let i = 0; i < keys.length; i += BATCH) {
+      const rows = await db
+        .select({
+          key: contactIdentities.identifierKey,
+          contactId: contactIdentities.contactId,
+          contactName: contacts.name,
+        })
+        .from(contactIdentities)
+        .innerJoin(
+          contacts,
+          and(
+            eq(contacts.workspaceId, contactIdentities.workspaceId),
+            eq(contacts.id, contactIdentities.contactId),
+          ),
+        )
+        .where(
+          and(
+            eq(contactIdentities.workspaceId, workspaceId),
+            eq(contactIdentities.channel, channel),
+            inArray(contactIdentities.identifierKey, keys.slice(i, i + BATCH)),
+          ),
+        );
+      for (const row of rows) {
+        held.set(identityKey({ channel, identifierKey: row.key }), {
+          contactId: row.contactId,
+          contactName: row.contactName,
+        });
+      }
+    }
+  }
+  return held;
+}
+
+/**
+ * Writes contacts and their identities in the caller's transaction, in batches, and keeps
+ * the workspace's contact count; records no per-contact event (the caller records its own
+ * summary, such as `import.completed`). An identity another contact took meanwhile refuses
+ * the whole write with `identity_taken`. Answers the new ids in input order.
+ */
+export async function createContactsIn(
+  tx: Db,
+  workspaceId: string,
+  newContacts: readonly NewContact[],
+): Promise<string[]> {
+  const ids = newContacts.map(() => randomUUID());
+  for (let i = 0; i < newContacts.length; i += BATCH) {
+    await tx.insert(contacts).values(
+      newContacts.slice(i, i + BATCH).map((contact, j) => ({
+        workspaceId,
+        id: ids[i + j]!,
+        name: contact.name,
+      })),
+    );
+  }
+  const identities = newContacts.flatMap((contact, i) =>
+    contact.identities.map((identity) => ({ workspaceId, contactId: ids[i]!, ...identity })),
+  );
+  for (let i = 0; i < identities.length; i += BATCH) {
+    const batch = identities.slice(i, i + BATCH);
+    const written = await tx
+      .insert(contactIdentities)
+      .values(batch.map((identity) => ({ ...identity, createdAt: sql`clock_timestamp()` })))
+      .onConflictDoNothing({
+        target: [
+          contactIdentities.workspaceId,
+          contactIdentities.channel,
+          contactIdentities.identifierKey,
+        ],
+      })
+      .returning({ channel: contactIdentities.channel, key: contactIdentities.identifierKey });
+    if (written.length < batch.length) {
+      const done = new Set(written.map((row) => identityKey({ ...row, identifierKey: row.key })));
+      const taken = batch.find((identity) => !done.has(identityKey(identity)))!;
+      const holder = (await identityHolders(tx, workspaceId, [taken])).get(identityKey(taken));
+      throw refuse('identity_taken', { ownerContactId: holder?.contactId ?? '' });
+    }
+  }
+  if (newContacts.length > 0) await bumpContactCount(tx, workspaceId, newContacts.length);
+  return ids;
+}
