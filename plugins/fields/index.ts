@@ -5,7 +5,13 @@ import { definePlugin, provideService } from '../../src/plugin-sdk/index.js';
 import { liveDefinitionsOf } from './definitions.js';
 import './filter.js';
 import { MANAGE_FIELDS } from './graph.js';
-import { checkValues, FIELDS_CHANGED, writableField, writeValues } from './values.js';
+import {
+  checkValues,
+  FIELDS_CHANGED,
+  writableField,
+  writeValues,
+  writeValuesMany,
+} from './values.js';
 
 provideService('fields', {
   writableFields: async (scope, workspaceId) =>
@@ -14,6 +20,7 @@ provideService('fields', {
       .map(writableField),
   checkValues: (fields, values) => checkValues(fields, values),
   writeValues,
+  writeValuesMany,
 });
 
 const plain = (message: string) => ({ code: 'VALIDATION' as const, message });

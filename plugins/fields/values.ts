@@ -89,6 +89,63 @@ export function checkable(definitions: readonly FieldDefinition[]) {
   }));
 }
 
+/** Rows one statement writes at most. */
+const WRITE_BATCH = 2_000;
+
+/**
+ * Writes checked values of many contacts in `tx`, in batched statements: non-null ones
+ * stored (replacing the old), null ones cleared, and an event per contact unless `event`
+ * is false.
+ */
+export async function writeValuesMany(
+  tx: Db,
+  input: {
+    workspaceId: string;
+    actorUserId: string | null;
+    writes: readonly { contactId: string; checked: CheckedFieldValues }[];
+    event?: boolean;
+  },
+): Promise<void> {
+  const { workspaceId } = input;
+  const cells = input.writes.flatMap(({ contactId, checked }) =>
+    checked.values.map(({ field, value }) => ({ contactId, fieldId: field.id, value })),
+  );
+  const stored = cells.filter(({ value }) => value !== null);
+  for (let i = 0; i < stored.length; i += WRITE_BATCH) {
+    await tx
+      .insert(contactFieldValues)
+      .values(stored.slice(i, i + WRITE_BATCH).map((cell) => ({ workspaceId, ...cell })))
+      .onConflictDoUpdate({
+        target: [
+          contactFieldValues.workspaceId,
+          contactFieldValues.contactId,
+          contactFieldValues.fieldId,
+        ],
+        set: { value: sql`excluded.value`, updatedAt: sql`now()` },
+      });
+  }
+  const cleared = cells.filter(({ value }) => value === null);
+  for (let i = 0; i < cleared.length; i += WRITE_BATCH) {
+    const batch = cleared.slice(i, i + WRITE_BATCH);
+    await tx.execute(sql`
+      delete from contact_field_values using jsonb_to_recordset(${JSON.stringify(batch)}::jsonb)
+        as gone("contactId" uuid, "fieldId" uuid)
+      where workspace_id = ${workspaceId} and contact_id = gone."contactId"
+        and field_id = gone."fieldId"`);
+  }
+  if (input.event === false) return;
+  for (const { contactId, checked } of input.writes) {
+    if (checked.values.length === 0) continue;
+    await recordEvent(tx, {
+      workspaceId,
+      name: FIELDS_CHANGED,
+      subjectId: contactId,
+      actorUserId: input.actorUserId,
+      data: { fields: checked.values.map(({ field }) => field.name) },
+    });
+  }
+}
+
 /**
  * Writes checked values in `tx`: each non-null one stored (replacing the old), each null
  * one cleared, and `contact.fields_changed` recorded when anything was named.

@@ -36,7 +36,7 @@ const CHANNELS = ['email', 'phone'];
 const IMPORTS_ANYWAY = new Set(['row_cell_count_mismatch']);
 
 /** Rows a reason update writes per statement. */
-const BATCH = 5_000;
+const BATCH = 2_000;
 
 async function writableFields(ctx: Context): Promise<readonly WritableField[]> {
   const fields = findService('fields');
@@ -194,13 +194,20 @@ async function stagedRows(db: Db, job: Import): Promise<ImportRow[]> {
 
 async function storeReasons(db: Db, job: Import, judged: readonly Judged[]): Promise<void> {
   for (let i = 0; i < judged.length; i += BATCH) {
-    const batch = judged
-      .slice(i, i + BATCH)
-      .map(({ line, reason: why, contactId }) => ({ line, reason: why, contact_id: contactId }));
+    const batch = judged.slice(i, i + BATCH);
+    const lines = `{${batch.map((row) => row.line).join(',')}}`;
+    const reasons = JSON.stringify(batch.map((row) => row.reason));
+    const contactIds = JSON.stringify(batch.map((row) => row.contactId));
+    // Arrays unnested side by side, joined along the primary key: one index probe a row.
     await db.execute(sql`
       update import_rows set reason = given.reason, contact_id = given.contact_id
-      from jsonb_to_recordset(${JSON.stringify(batch)}::jsonb)
-        as given(line int, reason jsonb, contact_id uuid)
+      from (
+        select line, nullif(reasons.value, 'null'::jsonb) as reason,
+          (ids.value #>> '{}')::uuid as contact_id
+        from unnest(${lines}::int[]) with ordinality as lines(line, n)
+        join jsonb_array_elements(${reasons}::jsonb) with ordinality as reasons(value, n) using (n)
+        join jsonb_array_elements(${contactIds}::jsonb) with ordinality as ids(value, n) using (n)
+      ) as given
       where import_rows.workspace_id = ${job.workspaceId}
         and import_rows.import_id = ${job.id} and import_rows.line = given.line`);
   }
@@ -272,18 +279,19 @@ export async function commitImport(ctx: Context, id: string): Promise<Import> {
     );
     importable.forEach((row, i) => (row.contactId = ids[i]!));
     if (fieldService) {
-      for (const row of importable) {
-        if (!row.values || Object.keys(row.values).length === 0) continue;
-        const checked = fieldService.checkValues(fields, row.values);
-        if (checked instanceof AppError) throw checked; // judged just above
-        await fieldService.writeValues(tx, {
-          workspaceId: job.workspaceId,
-          contactId: row.contactId!,
-          actorUserId: actor.userId,
-          checked,
-          event: false,
+      const writes = importable
+        .filter((row) => row.values && Object.keys(row.values).length > 0)
+        .map((row) => {
+          const checked = fieldService.checkValues(fields, row.values);
+          if (checked instanceof AppError) throw checked; // judged just above
+          return { contactId: row.contactId!, checked };
         });
-      }
+      await fieldService.writeValuesMany(tx, {
+        workspaceId: job.workspaceId,
+        actorUserId: actor.userId,
+        writes,
+        event: false,
+      });
     }
     await storeReasons(tx, job, judged);
     const [committed] = await tx

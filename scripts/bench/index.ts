@@ -5,7 +5,8 @@
 //    answers the same JSON (the ceiling of any Node server on this machine);
 //  - `me` through a token and through a session (a credential read per request);
 //  - sign-in latency (argon2id verification), one at a time;
-//  - a page of 200 contacts with 20 custom field values each (scripts/bench/fields.ts).
+//  - a page of 200 contacts with 20 custom field values each (scripts/bench/fields.ts);
+//  - importing 50,000 rows from CSV and .xlsx against COPY (scripts/bench/import.ts).
 import { createServer } from 'node:http';
 import { buildCatalogue } from '../../src/auth/access.js';
 import { parseSecret } from '../../src/auth/secrets.js';
@@ -15,6 +16,7 @@ import { createDatabase } from '../../src/db/client.js';
 import { createAccount } from '../../src/users/service.js';
 import { createWorkspace } from '../../src/workspaces/service.js';
 import { fieldsRows, seedFields } from './fields.js';
+import { importScenario } from './import.js';
 import { freePort, load, report, scratchDatabase, startServe } from './support.js';
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 8);
@@ -129,82 +131,92 @@ try {
   const cold = await startServe({ SVC_DATABASE_URL: db.url });
   await cold.stop();
   const service = await startServe({ SVC_DATABASE_URL: db.url });
-  const { token: token_, cookie } = await credentials(db.url);
-  const graph = `${service.url}/api/graphql`;
-  const version = JSON.stringify({ query: '{ version }' });
-  const me = JSON.stringify({ query: '{ me { id name role } }' });
-  const answer = await (
-    await fetch(graph, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${token_}` },
-      body: version,
-    })
-  ).text();
-  const baseline = await baselineServer(answer);
+  try {
+    const { token: token_, cookie } = await credentials(db.url);
+    const graph = `${service.url}/api/graphql`;
+    const version = JSON.stringify({ query: '{ version }' });
+    const me = JSON.stringify({ query: '{ me { id name role } }' });
+    const answer = await (
+      await fetch(graph, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${token_}` },
+        body: version,
+      })
+    ).text();
+    const baseline = await baselineServer(answer);
 
-  console.log(
-    `svc serve to ready: ${cold.readyMs.toFixed(0)} ms on an empty database (all migrations), ${service.readyMs.toFixed(0)} ms with migrations current`,
-  );
-  const login = await loginLatency(service.url, 40);
-  console.log(
-    `login (argon2id m=19456 t=2 p=1), one at a time: p50 ${login.p50.toFixed(1)} ms, p99 ${login.p99.toFixed(1)} ms`,
-  );
-  console.log(
-    `load: ${connections} connections, ${seconds} s each, one machine (load generator shares the cores)\n`,
-  );
-  const base = await load('baseline node:http, same JSON', {
-    url: baseline.url,
-    body: version,
-    connections,
-    seconds,
-  });
-  const meBaseline = await baselineMe(db.url);
-  const token = { authorization: `Bearer ${token_}` };
-  const rows = [
-    base,
-    await load('svc { version } (token)', {
-      url: graph,
+    console.log(
+      `svc serve to ready: ${cold.readyMs.toFixed(0)} ms on an empty database (all migrations), ${service.readyMs.toFixed(0)} ms with migrations current`,
+    );
+    const login = await loginLatency(service.url, 40);
+    console.log(
+      `login (argon2id m=19456 t=2 p=1), one at a time: p50 ${login.p50.toFixed(1)} ms, p99 ${login.p99.toFixed(1)} ms`,
+    );
+    console.log(
+      `load: ${connections} connections, ${seconds} s each, one machine (load generator shares the cores)\n`,
+    );
+    const base = await load('baseline node:http, same JSON', {
+      url: baseline.url,
       body: version,
-      headers: token,
       connections,
       seconds,
-    }),
-    await load('baseline node:http + SQL of me by token', {
-      url: meBaseline.url,
-      body: me,
-      headers: token,
+    });
+    const meBaseline = await baselineMe(db.url);
+    const token = { authorization: `Bearer ${token_}` };
+    const rows = [
+      base,
+      await load('svc { version } (token)', {
+        url: graph,
+        body: version,
+        headers: token,
+        connections,
+        seconds,
+      }),
+      await load('baseline node:http + SQL of me by token', {
+        url: meBaseline.url,
+        body: me,
+        headers: token,
+        connections,
+        seconds,
+      }),
+      await load('svc { me } (token)', {
+        url: graph,
+        body: me,
+        headers: token,
+        connections,
+        seconds,
+      }),
+      await load('svc { me } (session cookie)', {
+        url: graph,
+        body: me,
+        headers: { cookie },
+        connections,
+        seconds,
+      }),
+    ];
+    await meBaseline.close();
+    report(rows, base);
+    await seedFields(db.url, graph, token_);
+    const [fieldsBase, fieldsSvc] = await fieldsRows({
+      databaseUrl: db.url,
+      graph,
+      token: token_,
       connections,
       seconds,
-    }),
-    await load('svc { me } (token)', {
-      url: graph,
-      body: me,
-      headers: token,
-      connections,
-      seconds,
-    }),
-    await load('svc { me } (session cookie)', {
-      url: graph,
-      body: me,
-      headers: { cookie },
-      connections,
-      seconds,
-    }),
-  ];
-  await meBaseline.close();
-  report(rows, base);
-  await seedFields(db.url, graph, token_);
-  const [fieldsBase, fieldsSvc] = await fieldsRows({
-    databaseUrl: db.url,
-    graph,
-    token: token_,
-    connections,
-    seconds,
-  });
-  console.log('');
-  report([fieldsBase, fieldsSvc], fieldsBase);
-  await baseline.close();
-  await service.stop();
+    });
+    console.log('');
+    report([fieldsBase, fieldsSvc], fieldsBase);
+    await importScenario({
+      databaseUrl: db.url,
+      graph,
+      token: token_,
+      pid: service.child.pid as number,
+    });
+    await baseline.close();
+  } finally {
+    // A failed scenario must not leave `svc serve` running.
+    await service.stop();
+  }
 } finally {
   await db.drop();
 }

@@ -73,10 +73,9 @@ export async function identityHolders(
   const held = new Map<string, { contactId: string; contactName: string }>();
   const byChannel = new Map<string, string[]>();
   for (const identity of identities) {
-    byChannel.set(identity.channel, [
-      ...(byChannel.get(identity.channel) ?? []),
-      identity.identifierKey,
-    ]);
+    const keys = byChannel.get(identity.channel);
+    if (keys) keys.push(identity.identifierKey);
+    else byChannel.set(identity.channel, [identity.identifierKey]);
   }
   for (const [channel, keys] of byChannel) {
     for (let i = 0; i < keys.length; i += BATCH) {

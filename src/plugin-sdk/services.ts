@@ -49,6 +49,19 @@ export interface FieldsService {
       event?: boolean;
     },
   ): Promise<void>;
+  /**
+   * `writeValues` for many contacts at once, in batched statements: what a bulk writer
+   * (the importer's commit) uses. Records no event when `event` is false.
+   */
+  writeValuesMany(
+    tx: Db,
+    input: {
+      workspaceId: string;
+      actorUserId: string | null;
+      writes: readonly { contactId: string; checked: CheckedFieldValues }[];
+      event?: boolean;
+    },
+  ): Promise<void>;
 }
 
 /** Every plugin service by the id of the plugin that provides it. */

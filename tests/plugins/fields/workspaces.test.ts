@@ -190,6 +190,45 @@ describe('the SDK service other plugins write values with', () => {
     expect(events.map((row) => row.subject_id)).toEqual([kept]);
   });
 
+  test('writeValuesMany writes many contacts’ values in batches, with or without events', async () => {
+    const service = findService('fields')!;
+    const fields = await service.writableFields(scope(), svc.workspace.id);
+    const ids = [
+      (await createContactVia(svc, 'Many one')).id,
+      (await createContactVia(svc, 'Many two')).id,
+    ];
+    const checked = (budget: string | null) => {
+      const result = service.checkValues(fields, { budget });
+      if (result instanceof AppError) throw result;
+      return result;
+    };
+    await svc.db.database.db.transaction((tx) =>
+      service.writeValuesMany(tx, {
+        workspaceId: svc.workspace.id,
+        actorUserId: null,
+        writes: ids.map((contactId, i) => ({ contactId, checked: checked(`${i + 1}`) })),
+        event: false,
+      }),
+    );
+    const read = async (id: string) =>
+      dataOf<{ field: unknown }>((await svc.graph(READ, { id, name: 'budget' })).body, 'contact')
+        .field;
+    expect(await read(ids[0]!)).toEqual({ amount: '1.00', currency: 'EUR' });
+    expect(await read(ids[1]!)).toEqual({ amount: '2.00', currency: 'EUR' });
+    await svc.db.database.db.transaction((tx) =>
+      service.writeValuesMany(tx, {
+        workspaceId: svc.workspace.id,
+        actorUserId: null,
+        writes: [{ contactId: ids[0]!, checked: checked(null) }],
+      }),
+    );
+    expect(await read(ids[0]!)).toBeNull();
+    const events = await svc.db.database.sql`
+      select subject_id from events where name = 'contact.fields_changed'
+      and subject_id in ${svc.db.database.sql(ids)}`;
+    expect(events.map((row) => row.subject_id)).toEqual([ids[0]]);
+  });
+
   test('an entry write through the graph never reaches another plugin as a writable field', async () => {
     const subFields = [{ name: 'street', label: 'Street', kind: 'text' }];
     const { body } = await svc.graph(DEFINE, {

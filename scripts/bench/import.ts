@@ -1,0 +1,192 @@
+// npm run bench, import scenario: a generated CSV of about 5 MiB (50,000 rows with a name,
+// an email, a phone and two custom fields) and the same rows as .xlsx, each uploaded,
+// mapped and committed through the graph, against a plain COPY of the same rows into the
+// same tables in the same run; with the peak RSS of `svc serve`.
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import * as XLSX from 'xlsx';
+import { createDatabase } from '../../src/db/client.js';
+
+const ROWS = Number(process.env.BENCH_IMPORT_ROWS ?? 50_000);
+
+let run = 0;
+
+/** Fresh rows: each call's phone numbers and addresses differ from the last call's. */
+function rows(): string[][] {
+  run += 1;
+  return Array.from({ length: ROWS }, (_, i) => [
+    `Imported Person ${String(i).padStart(6, '0')}`,
+    `person.${i}.${randomUUID().slice(0, 8)}@example.com`,
+    `+${run} 555 ${String(i).padStart(7, '0')}`,
+    i % 2 ? 'Gold' : 'Silver',
+    `met at fair ${i % 97}`,
+  ]);
+}
+
+const HEADER = ['name', 'email', 'phone', 'tier', 'notes'];
+
+function csvOf(data: string[][]): Buffer {
+  return Buffer.from([HEADER, ...data].map((row) => row.join(',')).join('\n'));
+}
+
+function xlsxOf(data: string[][]): Buffer {
+  const book = XLSX.utils.book_new();
+  XLSX.utils.book_append_sheet(book, XLSX.utils.aoa_to_sheet([HEADER, ...data]), 'Contacts');
+  return XLSX.write(book, { type: 'buffer', bookType: 'xlsx', compression: true }) as Buffer;
+}
+
+async function post(graph: string, token: string, query: string, variables: object) {
+  const response = await fetch(graph, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+    body: JSON.stringify({ query, variables }),
+  });
+  const body = (await response.json()) as {
+    data?: Record<string, { id: string }>;
+    errors?: unknown;
+  };
+  if (body.errors) throw new Error(JSON.stringify(body.errors));
+  return body.data!;
+}
+
+async function upload(graph: string, token: string, bytes: Buffer, name: string) {
+  const form = new FormData();
+  const query = 'mutation ($file: Upload!) { importUpload(file: $file) { id rowCount } }';
+  form.append('operations', JSON.stringify({ query, variables: { file: null } }));
+  form.append('map', JSON.stringify({ 0: ['variables.file'] }));
+  form.append('0', new Blob([bytes as BlobPart]), name);
+  const response = await fetch(graph, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}` },
+    body: form,
+  });
+  const body = (await response.json()) as {
+    data?: { importUpload: { id: string; rowCount: number } };
+    errors?: unknown;
+  };
+  if (body.errors) throw new Error(JSON.stringify(body.errors));
+  return body.data!.importUpload;
+}
+
+const MAPPING = [
+  { column: 0, target: 'name' },
+  { column: 1, target: 'identity:email' },
+  { column: 2, target: 'identity:phone' },
+  { column: 3, target: 'field:tier' },
+  { column: 4, target: 'field:remark' },
+];
+
+/** Upload, map and commit one file; answers the seconds each stage took. */
+async function importFile(graph: string, token: string, bytes: Buffer, name: string) {
+  let started = performance.now();
+  const staged = await upload(graph, token, bytes, name);
+  const stagedSeconds = (performance.now() - started) / 1000;
+  started = performance.now();
+  await post(
+    graph,
+    token,
+    'mutation ($id: UUID!, $m: [ImportColumnInput!]!) { importSetMapping(id: $id, mapping: $m) { id } }',
+    { id: staged.id, m: MAPPING },
+  );
+  const mappedSeconds = (performance.now() - started) / 1000;
+  started = performance.now();
+  await post(graph, token, 'mutation ($id: UUID!) { importCommit(id: $id) { id } }', {
+    id: staged.id,
+  });
+  const committedSeconds = (performance.now() - started) / 1000;
+  return { rows: staged.rowCount, stagedSeconds, mappedSeconds, committedSeconds };
+}
+
+/** The same rows written with COPY into contacts, identities and field values. */
+async function copyBaseline(databaseUrl: string, data: string[][]): Promise<number> {
+  const database = createDatabase(databaseUrl, { max: 2 });
+  try {
+    const { sql } = database;
+    const [workspace] = await sql<{ id: string }[]>`
+      insert into workspaces (name) values ('COPY baseline') returning id`;
+    const workspaceId = workspace!.id;
+    const fields = await sql<{ id: string; name: string }[]>`
+      insert into field_definitions (workspace_id, name, label, kind, position)
+      values (${workspaceId}, 'tier', 'Tier', 'text', 0), (${workspaceId}, 'remark', 'Remark', 'text', 1)
+      returning id, name`;
+    const fieldId = (name: string) => fields.find((f) => f.name === name)!.id;
+    const ids = data.map(() => randomUUID());
+    const started = performance.now();
+    await sql.begin(async (tx) => {
+      const copy = async (statement: string, lines: string[]) => {
+        const writable = await tx.unsafe(statement).writable();
+        for (let i = 0; i < lines.length; i += 5_000) {
+          writable.write(lines.slice(i, i + 5_000).join(''));
+        }
+        await new Promise<void>((resolve, reject) =>
+          writable.end((error?: Error | null) => (error ? reject(error) : resolve())),
+        );
+      };
+      await copy(
+        'copy contacts (workspace_id, id, name) from stdin',
+        data.map((row, i) => `${workspaceId}\t${ids[i]}\t${row[0]}\n`),
+      );
+      await copy(
+        'copy contact_identities (workspace_id, contact_id, channel, identifier, identifier_key) from stdin',
+        data.flatMap((row, i) => [
+          `${workspaceId}\t${ids[i]}\temail\t${row[1]}\t${row[1]!.toLowerCase()}\n`,
+          `${workspaceId}\t${ids[i]}\tphone\t${row[2]}\t+${row[2]!.replace(/\D/g, '')}\n`,
+        ]),
+      );
+      await copy(
+        'copy contact_field_values (workspace_id, contact_id, field_id, value) from stdin',
+        data.flatMap((row, i) => [
+          `${workspaceId}\t${ids[i]}\t${fieldId('tier')}\t"${row[3]}"\n`,
+          `${workspaceId}\t${ids[i]}\t${fieldId('remark')}\t"${row[4]}"\n`,
+        ]),
+      );
+    });
+    return (performance.now() - started) / 1000;
+  } finally {
+    await database.close();
+  }
+}
+
+/** Peak resident memory of a process (VmHWM), in MB. */
+export function peakRssMb(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  return Number(/VmHWM:\s+(\d+) kB/.exec(status)?.[1] ?? 0) / 1024;
+}
+
+/** Runs the scenario and prints its lines. */
+export async function importScenario(options: {
+  databaseUrl: string;
+  graph: string;
+  token: string;
+  pid: number;
+}) {
+  const { graph, token } = options;
+  for (const input of [
+    { name: 'tier', label: 'Tier', kind: 'select', options: ['Gold', 'Silver'] },
+    { name: 'remark', label: 'Remark', kind: 'text' },
+  ]) {
+    await post(
+      graph,
+      token,
+      'mutation ($input: FieldDefineInput!) { defineField(input: $input) { id } }',
+      {
+        input,
+      },
+    );
+  }
+  const data = rows();
+  const csv = csvOf(data);
+  const csvRun = await importFile(graph, token, csv, 'contacts.csv');
+  const xlsxData = rows();
+  const xlsx = xlsxOf(xlsxData);
+  const xlsxRun = await importFile(graph, token, xlsx, 'contacts.xlsx');
+  const copySeconds = await copyBaseline(options.databaseUrl, rows());
+  const line = (label: string, bytes: Buffer, run: typeof csvRun) =>
+    `${label.padEnd(6)} ${(bytes.length / 1024 / 1024).toFixed(2)} MiB, ${run.rows} rows: staged ${run.stagedSeconds.toFixed(2)} s, mapped ${run.mappedSeconds.toFixed(2)} s, committed ${run.committedSeconds.toFixed(2)} s (commit ${(run.committedSeconds / copySeconds).toFixed(1)}× COPY)`;
+  console.log(
+    `\nimport: COPY of the same ${ROWS} rows into the same tables: ${copySeconds.toFixed(2)} s`,
+  );
+  console.log(line('CSV', csv, csvRun));
+  console.log(line('XLSX', xlsx, xlsxRun));
+  console.log(`svc serve peak RSS through the bench: ${peakRssMb(options.pid).toFixed(0)} MB`);
+}
