@@ -3,6 +3,7 @@
 import type { GraphQLResolveInfo } from 'graphql';
 import {
   builder,
+  type BuilderTypes,
   ContactObject,
   costs,
   extendCoreType,
@@ -112,34 +113,27 @@ const FieldEntryObject = builder.objectRef<EntryResult>('FieldEntry').implement(
   }),
 });
 
-const subFieldInputFields = {
-  name: { maxLength: NAME_MAX },
-  label: { maxLength: LABEL_MAX, tooLong: 'field_label_too_long' },
-} as const;
+type InputFieldBuilder = PothosSchemaTypes.InputFieldBuilder<BuilderTypes, 'InputObject'>;
 
-const FieldSubFieldInput = builder.inputType('FieldSubFieldInput', {
-  fields: (t) => ({
-    name: t.string({ extensions: limited(subFieldInputFields.name) }),
-    label: t.string({ extensions: limited(subFieldInputFields.label) }),
-    kind: t.string({ extensions: limited({ maxLength: TEXT_MAX.word }) }),
-    options: t.stringList({
-      required: false,
-      extensions: limited({ maxItems: OPTIONS_MAX, maxLength: OPTION_MAX }),
-    }),
-    currency: t.string({ required: false, extensions: limited({ maxLength: TEXT_MAX.word }) }),
+/** What a definition and a repeater's sub field both take: name, label, kind and settings. */
+const fieldShape = (t: InputFieldBuilder) => ({
+  name: t.string({ extensions: limited({ maxLength: NAME_MAX }) }),
+  label: t.string({
+    extensions: limited({ maxLength: LABEL_MAX, tooLong: 'field_label_too_long' }),
   }),
+  kind: t.string({ extensions: limited({ maxLength: TEXT_MAX.word }) }),
+  options: t.stringList({
+    required: false,
+    extensions: limited({ maxItems: OPTIONS_MAX, maxLength: OPTION_MAX }),
+  }),
+  currency: t.string({ required: false, extensions: limited({ maxLength: TEXT_MAX.word }) }),
 });
+
+const FieldSubFieldInput = builder.inputType('FieldSubFieldInput', { fields: fieldShape });
 
 const FieldDefineInput = builder.inputType('FieldDefineInput', {
   fields: (t) => ({
-    name: t.string({ extensions: limited(subFieldInputFields.name) }),
-    label: t.string({ extensions: limited(subFieldInputFields.label) }),
-    kind: t.string({ extensions: limited({ maxLength: TEXT_MAX.word }) }),
-    options: t.stringList({
-      required: false,
-      extensions: limited({ maxItems: OPTIONS_MAX, maxLength: OPTION_MAX }),
-    }),
-    currency: t.string({ required: false, extensions: limited({ maxLength: TEXT_MAX.word }) }),
+    ...fieldShape(t),
     subFields: t.field({
       type: [FieldSubFieldInput],
       required: false,

@@ -12,6 +12,7 @@ import {
   type CheckedFieldValues,
   type Context,
   type Db,
+  type FieldsService,
   type WritableField,
 } from '../../src/plugin-sdk/index.js';
 import { liveDefinitions } from './definitions.js';
@@ -99,12 +100,7 @@ const WRITE_BATCH = 2_000;
  */
 export async function writeValuesMany(
   tx: Db,
-  input: {
-    workspaceId: string;
-    actorUserId: string | null;
-    writes: readonly { contactId: string; checked: CheckedFieldValues }[];
-    event?: boolean;
-  },
+  input: Parameters<FieldsService['writeValuesMany']>[1],
 ): Promise<void> {
   const { workspaceId } = input;
   const cells = input.writes.flatMap(({ contactId, checked }) =>
@@ -152,13 +148,7 @@ export async function writeValuesMany(
  */
 export async function writeValues(
   tx: Db,
-  input: {
-    workspaceId: string;
-    contactId: string;
-    actorUserId: string | null;
-    checked: CheckedFieldValues;
-    event?: boolean;
-  },
+  input: Parameters<FieldsService['writeValues']>[1],
 ): Promise<void> {
   const { workspaceId, contactId, checked } = input;
   if (checked.values.length === 0) return;

@@ -27,6 +27,8 @@ export type { Config } from '../config.js';
 export type { Database, Db } from '../db/client.js';
 export type { Logger } from '../log.js';
 export { builder } from '../graph/builder.js';
+/** The builder's schema types, for helpers that take a Pothos field builder. */
+export type { BuilderTypes } from '../graph/builder.js';
 /**
  * The core Contact type: plugins extend it with `extendCoreType` (their fields get `{ id }`
  * only), and a plugin field returning a contact answers `{ id, name }` (`findContactRef`);

@@ -172,6 +172,55 @@ describe('importUpload: refusals', () => {
   });
 });
 
+/** A workbook whose first sheet's XML is `sheetXml`, zipped as SheetJS writes one. */
+function workbookWithSheet(sheetXml: string): Buffer {
+  const cfb = (XLSX as unknown as { CFB: CfbApi }).CFB;
+  const zip = cfb.read(workbook([['name'], ['Ada']], 'xlsx'), { type: 'buffer' });
+  cfb.find(zip, '/xl/worksheets/sheet1.xml')!.content = Buffer.from(sheetXml);
+  return cfb.write(zip, { type: 'buffer', fileType: 'zip', compression: true });
+}
+
+interface CfbApi {
+  read(data: Buffer, options: { type: 'buffer' }): object;
+  find(zip: object, path: string): { content: Buffer } | null;
+  write(zip: object, options: { type: 'buffer'; fileType: 'zip'; compression: boolean }): Buffer;
+}
+
+const SHEET = (rows: string) =>
+  `<?xml version="1.0"?><worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><sheetData>${rows}</sheetData></worksheet>`;
+
+describe('importUpload: hostile files', () => {
+  test('a zip bomb (a small file that inflates past the row cap) is file_unreadable', async () => {
+    const row = (r: number) =>
+      `<row r="${r}"><c r="A${r}" t="inlineStr"><is><t>x</t></is></c></row>`;
+    const bomb = workbookWithSheet(
+      SHEET(Array.from({ length: 250_000 }, (_, i) => row(i + 1)).join('')),
+    );
+    expect(bomb.length).toBeLessThan(5 * 1024 * 1024); // taken as a file; about 16 MB of XML inside
+    const { body } = await upload(bomb, 'bomb.xlsx');
+    expectReason(body, 'VALIDATION', 'file_unreadable');
+    expect(body.errors?.[0]?.message).toBe('file unreadable: more than 200000 rows');
+  });
+
+  test('billion laughs: entities are never expanded, the reference stages as written', async () => {
+    const entities = Array.from(
+      { length: 9 },
+      (_, i) => `<!ENTITY lol${i + 1} "${`&lol${i || ''};`.repeat(10)}">`,
+    ).join('');
+    const sheet = SHEET(
+      '<row r="1"><c r="A1" t="inlineStr"><is><t>&lol9;</t></is></c></row>',
+    ).replace('<worksheet', `<!DOCTYPE lolz [<!ENTITY lol "lol">${entities}]><worksheet`);
+    const job = await staged(workbookWithSheet(sheet), 'laughs.xlsx');
+    expect(job.columns).toEqual(['&lol9;']);
+    expect(job.rowCount).toBe(0);
+  });
+
+  test('a file that lies about its type is read by what it holds', async () => {
+    const job = await staged('name,email\nAda,ada@example.com\n', 'contacts.xlsx');
+    expect(job).toEqual(expect.objectContaining({ format: 'csv', rowCount: 1 }));
+  });
+});
+
 describe('imports and importJob', () => {
   test('page the workspace’s imports newest first and filter staged rows by reason', async () => {
     const { headers } = await freshWorkspaceHeaders(svc);
