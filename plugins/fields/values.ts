@@ -143,51 +143,15 @@ export async function writeValuesMany(
 }
 
 /**
- * Writes checked values in `tx`: each non-null one stored (replacing the old), each null
- * one cleared, and `contact.fields_changed` recorded when anything was named.
+ * Writes checked values of one contact in `tx` (`writeValuesMany` for a single contact):
+ * `contact.fields_changed` recorded when anything was named, unless `event` is false.
  */
-export async function writeValues(
+export function writeValues(
   tx: Db,
   input: Parameters<FieldsService['writeValues']>[1],
 ): Promise<void> {
-  const { workspaceId, contactId, checked } = input;
-  if (checked.values.length === 0) return;
-  const stored = checked.values.filter(({ value }) => value !== null);
-  const cleared = checked.values.filter(({ value }) => value === null).map(({ field }) => field.id);
-  if (stored.length > 0) {
-    await tx
-      .insert(contactFieldValues)
-      .values(
-        stored.map(({ field, value }) => ({ workspaceId, contactId, fieldId: field.id, value })),
-      )
-      .onConflictDoUpdate({
-        target: [
-          contactFieldValues.workspaceId,
-          contactFieldValues.contactId,
-          contactFieldValues.fieldId,
-        ],
-        set: { value: sql`excluded.value`, updatedAt: sql`now()` },
-      });
-  }
-  if (cleared.length > 0) {
-    await tx
-      .delete(contactFieldValues)
-      .where(
-        and(
-          eq(contactFieldValues.workspaceId, workspaceId),
-          eq(contactFieldValues.contactId, contactId),
-          inArray(contactFieldValues.fieldId, cleared),
-        ),
-      );
-  }
-  if (input.event === false) return;
-  await recordEvent(tx, {
-    workspaceId,
-    name: FIELDS_CHANGED,
-    subjectId: contactId,
-    actorUserId: input.actorUserId,
-    data: { fields: checked.values.map(({ field }) => field.name) },
-  });
+  const { contactId, checked, ...rest } = input;
+  return writeValuesMany(tx, { ...rest, writes: [{ contactId, checked }] });
 }
 
 /**
