@@ -18,7 +18,8 @@ import {
   type NewContact,
   type WritableField,
 } from '../../src/plugin-sdk/index.js';
-import { findImport } from './service.js';
+import { ProgressReport, type ImportView } from './progress.js';
+import { findImport, lockImport } from './service.js';
 import { importRows, imports, type Import, type ImportRow, type RowReason } from './tables.js';
 
 /** What a column may be mapped to, as `importFields` lists it. */
@@ -35,7 +36,7 @@ const CHANNELS = ['email', 'phone'];
 /** Reasons that leave a row out of the commit; any other (or none) imports. */
 const IMPORTS_ANYWAY = new Set(['row_cell_count_mismatch']);
 
-/** Rows a reason update writes per statement. */
+/** Rows written per batch (and per statement of reasons); progress moves by a batch. */
 const BATCH = 2_000;
 
 async function writableFields(ctx: Context): Promise<readonly WritableField[]> {
@@ -213,104 +214,111 @@ async function storeReasons(db: Db, job: Import, judged: readonly Judged[]): Pro
   }
 }
 
-/** Locks the import for the transaction; racing mappings and commits queue behind it. */
-async function lockImport(tx: Db, ctx: Context, id: string): Promise<Import> {
-  const { workspaceId } = signedIn(ctx);
-  const [job] = await tx
-    .select()
-    .from(imports)
-    .where(and(eq(imports.workspaceId, workspaceId), eq(imports.id, id)))
-    .for('update');
-  if (!job) throw refuse('import_not_found');
-  return job;
-}
-
 /** `importSetMapping`: the mapping stored and every row judged by it. */
 export async function setMapping(
   ctx: Context,
   id: string,
   given: readonly ColumnMapping[],
-): Promise<Import> {
+): Promise<ImportView> {
+  const { workspaceId } = signedIn(ctx);
   await findImport(ctx, id); // an unknown id is import_not_found before anything else
   const targets = await importTargets(ctx);
   const fields = await writableFields(ctx);
-  return ctx.database.db.transaction(async (tx) => {
-    const job = await lockImport(tx, ctx, id);
-    if (job.state === 'committed') throw refuse('mapping_locked');
+  const mapped = await ctx.database.db.transaction(async (tx) => {
+    const job = await lockImport(tx, workspaceId, id);
+    // Staged rows are what a mapping judges: none yet (or ever, once failed), none taken.
+    if (job.state !== 'staged' && job.state !== 'mapped') throw refuse('mapping_locked');
     const mapping = parseMapping(job, given, targets);
     const judged = await judgeRows(tx, job.workspaceId, await stagedRows(tx, job), mapping, fields);
     await storeReasons(tx, job, judged);
-    const [mapped] = await tx
+    const [updated] = await tx
       .update(imports)
       .set({ mapping, state: 'mapped' })
       .where(and(eq(imports.workspaceId, job.workspaceId), eq(imports.id, job.id)))
       .returning();
-    return mapped!;
+    return updated!;
   });
+  return { ...mapped, progress: null };
 }
 
 /**
  * `importCommit`: in one transaction, the rows judged again (fields may have changed since
- * the mapping), the importable ones written, the import marked committed and
- * `import.completed` recorded. A racing commit waits for the lock and then finds it
- * committed; a failure leaves nothing written and the import as it was.
+ * the mapping), the importable ones written batch by batch with the progress beside it,
+ * the import marked committed and `import.completed` recorded. A racing commit waits for
+ * the lock and then finds it committed; a failure leaves nothing written and the import
+ * as it was.
  */
-export async function commitImport(ctx: Context, id: string): Promise<Import> {
-  const { actor } = signedIn(ctx);
-  await findImport(ctx, id);
+export async function commitImport(ctx: Context, id: string): Promise<ImportView> {
+  const { actor, workspaceId } = signedIn(ctx);
+  const known = await findImport(ctx, id);
   const fields = await writableFields(ctx);
   const fieldService = findService('fields');
-  return ctx.database.db.transaction(async (tx) => {
-    const job = await lockImport(tx, ctx, id);
-    if (job.state === 'committed') throw refuse('already_committed');
-    if (job.state !== 'mapped' || !job.mapping) throw refuse('mapping_required');
-    const judged = await judgeRows(
-      tx,
-      job.workspaceId,
-      await stagedRows(tx, job),
-      job.mapping,
-      fields,
-    );
-    const importable = judged.filter((row) => row.contact);
-    const ids = await createContactsIn(
-      tx,
-      job.workspaceId,
-      importable.map((row) => row.contact!),
-    );
-    importable.forEach((row, i) => (row.contactId = ids[i]!));
-    if (fieldService) {
-      const writes = importable
-        .filter((row) => row.values && Object.keys(row.values).length > 0)
-        .map((row) => {
-          const checked = fieldService.checkValues(fields, row.values);
-          if (checked instanceof AppError) throw checked; // judged just above
-          return { contactId: row.contactId!, checked };
-        });
-      await fieldService.writeValuesMany(tx, {
-        workspaceId: job.workspaceId,
+  const { db } = ctx.database;
+  const progress = await ProgressReport.start(db, known, 'committing', known.rowCount);
+  try {
+    const committed = await db.transaction(async (tx) => {
+      const job = await lockImport(tx, workspaceId, id);
+      if (job.state === 'committed') throw refuse('already_committed');
+      if (job.state !== 'mapped' || !job.mapping) throw refuse('mapping_required');
+      const judged = await judgeRows(
+        tx,
+        workspaceId,
+        await stagedRows(tx, job),
+        job.mapping,
+        fields,
+      );
+      let created = 0;
+      for (let i = 0; i < judged.length; i += BATCH) {
+        const batch = judged.slice(i, i + BATCH);
+        const importable = batch.filter((row) => row.contact);
+        const ids = await createContactsIn(
+          tx,
+          workspaceId,
+          importable.map((row) => row.contact!),
+        );
+        importable.forEach((row, n) => (row.contactId = ids[n]!));
+        if (fieldService) {
+          await fieldService.writeValuesMany(tx, {
+            workspaceId,
+            actorUserId: actor.userId,
+            writes: importable
+              .filter((row) => row.values && Object.keys(row.values).length > 0)
+              .map((row) => {
+                const checked = fieldService.checkValues(fields, row.values);
+                if (checked instanceof AppError) throw checked; // judged just above
+                return { contactId: row.contactId!, checked };
+              }),
+            event: false,
+          });
+        }
+        await storeReasons(tx, job, batch);
+        created += importable.length;
+        await progress.advance(batch.length);
+      }
+      const skipped = judged.length - created;
+      const [done] = await tx
+        .update(imports)
+        .set({
+          state: 'committed',
+          createdCount: created,
+          skippedCount: skipped,
+          committedAt: new Date(),
+        })
+        .where(and(eq(imports.workspaceId, workspaceId), eq(imports.id, job.id)))
+        .returning();
+      await recordEvent(tx, {
+        workspaceId,
+        name: 'import.completed',
+        subjectId: job.id,
         actorUserId: actor.userId,
-        writes,
-        event: false,
+        data: { created, skipped },
       });
-    }
-    await storeReasons(tx, job, judged);
-    const [committed] = await tx
-      .update(imports)
-      .set({
-        state: 'committed',
-        createdCount: importable.length,
-        skippedCount: judged.length - importable.length,
-        committedAt: new Date(),
-      })
-      .where(and(eq(imports.workspaceId, job.workspaceId), eq(imports.id, job.id)))
-      .returning();
-    await recordEvent(tx, {
-      workspaceId: job.workspaceId,
-      name: 'import.completed',
-      subjectId: job.id,
-      actorUserId: actor.userId,
-      data: { created: importable.length, skipped: judged.length - importable.length },
+      return done!;
     });
-    return committed!;
-  });
+    return { ...committed, progress: null };
+  } finally {
+    await progress
+      .end()
+      .catch((failure: unknown) => ctx.log.warn({ err: failure }, 'import progress not cleared'));
+  }
 }

@@ -11,7 +11,8 @@ import {
 } from '../../src/plugin-sdk/index.js';
 import { commitImport, importTargets, setMapping, type ImportTarget } from './commit.js';
 import { findImport, importRowsOf, listImports, uploadImport } from './service.js';
-import type { Import, ImportRow, RowReason } from './tables.js';
+import type { ImportView, ProgressView } from './progress.js';
+import type { ImportRow, RowReason } from './tables.js';
 
 const readImports = { access: { scope: 'imports:read' } } as const;
 const writeImports = { access: { scope: 'imports:write' } } as const;
@@ -65,13 +66,29 @@ const ImportColumnInput = builder.inputType('ImportColumnInput', {
   }),
 });
 
-export const ImportObject = builder.objectRef<Import>('Import').implement({
+const ImportProgressObject = builder.objectRef<ProgressView>('ImportProgress').implement({
+  description: 'The work running on an import: rows done of rows, for a progress bar.',
+  fields: (t) => ({
+    stage: t.exposeString('stage', { description: '`staging` or `committing`.' }),
+    done: t.exposeInt('done'),
+    total: t.exposeInt('total'),
+  }),
+});
+
+export const ImportObject = builder.objectRef<ImportView>('Import').implement({
   description: 'An uploaded file of contacts and where it stands (docs/importer.md).',
   fields: (t) => ({
     id: t.expose('id', { type: 'UUID' }),
     fileName: t.exposeString('fileName'),
     format: t.exposeString('format', { description: 'csv, xlsx, xls or ods.' }),
-    state: t.exposeString('state'),
+    state: t.exposeString('state', {
+      description: 'staging, staged, mapped, committing, committed or failed (docs/importer.md).',
+    }),
+    progress: t.expose('progress', {
+      type: ImportProgressObject,
+      nullable: true,
+      description: 'While the rows are staged or committed: how far the work is; else null.',
+    }),
     columns: t.exposeStringList('columns', { description: "The header row's cells." }),
     rowCount: t.exposeInt('rowCount'),
     mapping: t.field({

@@ -1,6 +1,6 @@
 // Imports: an uploaded file read on a worker thread and staged row by row with its
 // reason (SPEC 2.10), then listed and paged.
-import { and, asc, desc, eq, gt, lt, or, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, getTableColumns, gt, lt, or, sql, type SQL } from 'drizzle-orm';
 import {
   pageSize,
   recordEvent,
@@ -9,9 +9,11 @@ import {
   signedIn,
   WorkerLimitError,
   type Context,
+  type Db,
   type UploadedFile,
 } from '../../src/plugin-sdk/index.js';
-import { importRows, imports, type Import, type ImportRow } from './tables.js';
+import { ProgressReport, viewOf, type ImportView } from './progress.js';
+import { importProgress, importRows, imports, type Import, type ImportRow } from './tables.js';
 
 /** SPEC 2.10: the file may not exceed 5 MiB. */
 export const FILE_MAX_BYTES = 5 * 1024 * 1024;
@@ -34,7 +36,7 @@ interface Parsed {
 }
 
 /** `importUpload`: the file read off the request thread, then every row staged. */
-export async function uploadImport(ctx: Context, file: UploadedFile): Promise<Import> {
+export async function uploadImport(ctx: Context, file: UploadedFile): Promise<ImportView> {
   const { workspaceId, actor } = signedIn(ctx);
   if (file.size > FILE_MAX_BYTES) throw refuse('file_too_large', { maxBytes: FILE_MAX_BYTES });
   const bytes = new Uint8Array(await file.arrayBuffer());
@@ -49,49 +51,117 @@ export async function uploadImport(ctx: Context, file: UploadedFile): Promise<Im
   if (!parsed.ok)
     throw refuse('file_unreadable', {}, { message: `file unreadable: ${parsed.problem}` });
   const fileName = (file.name || 'upload').slice(0, 255);
-  return ctx.database.db.transaction(async (tx) => {
-    const [created] = await tx
-      .insert(imports)
-      .values({
-        workspaceId,
-        fileName,
-        format: parsed.format,
-        state: 'staged',
-        columns: parsed.columns,
-        rowCount: parsed.rows.length,
-        createdBy: actor.userId,
-      })
-      .returning();
-    const staged = created!;
-    for (let i = 0; i < parsed.rows.length; i += STAGE_BATCH) {
-      await tx.insert(importRows).values(
-        parsed.rows.slice(i, i + STAGE_BATCH).map((row) => ({
-          workspaceId,
-          importId: staged.id,
-          line: row.line,
-          cells: row.cells,
-          reason: row.reason,
-        })),
-      );
-    }
-    await recordEvent(tx, {
+  const { db } = ctx.database;
+  // The import is seen (`staging`, with its progress) while its rows are stored.
+  const [created] = await db
+    .insert(imports)
+    .values({
       workspaceId,
-      name: 'import.staged',
-      subjectId: staged.id,
-      actorUserId: actor.userId,
-      data: { rows: staged.rowCount },
+      fileName,
+      format: parsed.format,
+      state: 'staging',
+      columns: parsed.columns,
+      rowCount: parsed.rows.length,
+      createdBy: actor.userId,
+    })
+    .returning();
+  const job = created!;
+  const progress = await ProgressReport.start(db, job, 'staging', parsed.rows.length);
+  try {
+    const staged = await db.transaction(async (tx) => {
+      await lockImport(tx, workspaceId, job.id);
+      for (let i = 0; i < parsed.rows.length; i += STAGE_BATCH) {
+        const batch = parsed.rows.slice(i, i + STAGE_BATCH);
+        await tx.insert(importRows).values(
+          batch.map((row) => ({
+            workspaceId,
+            importId: job.id,
+            line: row.line,
+            cells: row.cells,
+            reason: row.reason,
+          })),
+        );
+        await progress.advance(batch.length);
+      }
+      const [done] = await tx
+        .update(imports)
+        .set({ state: 'staged' })
+        .where(and(eq(imports.workspaceId, workspaceId), eq(imports.id, job.id)))
+        .returning();
+      await recordEvent(tx, {
+        workspaceId,
+        name: 'import.staged',
+        subjectId: job.id,
+        actorUserId: actor.userId,
+        data: { rows: job.rowCount },
+      });
+      return done!;
     });
-    return staged;
-  });
+    return { ...staged, progress: null };
+  } catch (error) {
+    // Nothing was staged: the import says so (a process that dies here is read the same).
+    await db
+      .update(imports)
+      .set({ state: 'failed' })
+      .where(and(eq(imports.workspaceId, workspaceId), eq(imports.id, job.id)))
+      .catch((failure: unknown) => ctx.log.warn({ err: failure }, 'import not marked failed'));
+    throw error;
+  } finally {
+    await progress
+      .end()
+      .catch((failure: unknown) => ctx.log.warn({ err: failure }, 'import progress not cleared'));
+  }
+}
+
+/**
+ * Locks the import for the transaction: mappings and commits queue behind each other and
+ * behind the staging. No key update, so progress rows referencing it can still be written.
+ */
+export async function lockImport(tx: Db, workspaceId: string, id: string): Promise<Import> {
+  const [job] = await tx
+    .select()
+    .from(imports)
+    .where(and(eq(imports.workspaceId, workspaceId), eq(imports.id, id)))
+    .for('no key update');
+  if (!job) throw refuse('import_not_found');
+  return job;
+}
+
+/** Imports of the workspace matching `where`, each with its live progress. */
+async function importsWhere(
+  ctx: Context,
+  where: SQL | undefined,
+  limit: number,
+): Promise<ImportView[]> {
+  const { workspaceId } = signedIn(ctx);
+  const found = await ctx.database.db
+    .select({
+      job: getTableColumns(imports),
+      progress: {
+        stage: importProgress.stage,
+        done: importProgress.done,
+        total: importProgress.total,
+        startedAt: importProgress.startedAt,
+      },
+    })
+    .from(imports)
+    .leftJoin(
+      importProgress,
+      and(
+        eq(importProgress.workspaceId, imports.workspaceId),
+        eq(importProgress.importId, imports.id),
+      ),
+    )
+    .where(and(eq(imports.workspaceId, workspaceId), where))
+    .orderBy(desc(imports.createdAt), desc(imports.id))
+    .limit(limit);
+  const deadline = ctx.config.graph.operationTimeoutMs;
+  return found.map(({ job, progress }) => viewOf(job, progress, deadline));
 }
 
 /** `importJob(id)`: another workspace's id answers as a made-up one. */
-export async function findImport(ctx: Context, id: string): Promise<Import> {
-  const { workspaceId } = signedIn(ctx);
-  const [found] = await ctx.database.db
-    .select()
-    .from(imports)
-    .where(and(eq(imports.workspaceId, workspaceId), eq(imports.id, id)));
+export async function findImport(ctx: Context, id: string): Promise<ImportView> {
+  const [found] = await importsWhere(ctx, eq(imports.id, id), 1);
   if (!found) throw refuse('import_not_found');
   return found;
 }
@@ -100,26 +170,19 @@ export async function findImport(ctx: Context, id: string): Promise<Import> {
 export async function listImports(
   ctx: Context,
   args: { first?: number | null; before?: string | null },
-): Promise<Import[]> {
-  const { workspaceId } = signedIn(ctx);
+): Promise<ImportView[]> {
   const limit = pageSize(args.first, ctx.config);
   const before = args.before ? await findImport(ctx, args.before) : null;
-  return ctx.database.db
-    .select()
-    .from(imports)
-    .where(
-      and(
-        eq(imports.workspaceId, workspaceId),
-        before
-          ? or(
-              lt(imports.createdAt, before.createdAt),
-              and(eq(imports.createdAt, before.createdAt), lt(imports.id, before.id)),
-            )
-          : undefined,
-      ),
-    )
-    .orderBy(desc(imports.createdAt), desc(imports.id))
-    .limit(limit);
+  return importsWhere(
+    ctx,
+    before
+      ? or(
+          lt(imports.createdAt, before.createdAt),
+          and(eq(imports.createdAt, before.createdAt), lt(imports.id, before.id)),
+        )
+      : undefined,
+    limit,
+  );
 }
 
 /** `Import.rows(first, afterLine, reason)`: rows in file order, by reason code if asked. */

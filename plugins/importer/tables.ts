@@ -69,5 +69,31 @@ export const importRows = pgTable(
   ],
 );
 
+/**
+ * The work running on an import, rows done of rows: written outside the work's own
+ * transaction so other requests (and processes) see it move; gone when the work ends.
+ */
+export const importProgress = pgTable(
+  'import_progress',
+  {
+    workspaceId: uuid().notNull(),
+    importId: uuid().notNull(),
+    /** `staging` or `committing`. */
+    stage: text().notNull(),
+    done: integer().notNull(),
+    total: integer().notNull(),
+    startedAt: createdAt(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.workspaceId, t.importId] }),
+    foreignKey({
+      name: 'import_progress_import_fk',
+      columns: [t.workspaceId, t.importId],
+      foreignColumns: [imports.workspaceId, imports.id],
+    }).onDelete('cascade'),
+  ],
+);
+
 export type Import = typeof imports.$inferSelect;
+export type ImportProgress = typeof importProgress.$inferSelect;
 export type ImportRow = typeof importRows.$inferSelect;

@@ -23,7 +23,14 @@ const allowlist: Record<string, string[]> = {
     'FieldCondition',
   ],
   // SPEC 2.10 and 4.2 name the record "Import" (`importJob`, `importUpload`).
-  importer: ['Import', 'ImportRow', 'ImportReason', 'ImportField', 'ImportColumnInput'],
+  importer: [
+    'Import',
+    'ImportRow',
+    'ImportReason',
+    'ImportField',
+    'ImportColumnInput',
+    'ImportProgress',
+  ],
 };
 
 let artifacts: SchemaArtifacts;
