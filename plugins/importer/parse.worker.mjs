@@ -49,8 +49,14 @@ function delimiterOf(text) {
   return count > 0 ? best : ',';
 }
 
-/** Whether every cell is within its cap (a longer one leaves its row unread). */
-const cellsFit = (cells) => cells.every((cell) => cell.length <= limits.maxCellChars);
+/**
+ * Whether every cell is within its cap and is text the database can store: no NUL, no lone
+ * UTF-16 surrogate (a spreadsheet can spell both as `_x0000_`). Any other leaves its row unread.
+ */
+const cellsFit = (cells) =>
+  cells.every(
+    (cell) => cell.length <= limits.maxCellChars && !cell.includes('\u0000') && cell.isWellFormed(),
+  );
 
 function readCsv() {
   const text = decode();
@@ -126,7 +132,7 @@ function read() {
   if (columns.every((column) => column === '')) unreadable('no header row');
   if (columns.length > limits.maxColumns) unreadable(`more than ${limits.maxColumns} columns`);
   if (!cellsFit(columns))
-    unreadable(`a header cell holds more than ${limits.maxCellChars} characters`);
+    unreadable(`a header cell holds more than ${limits.maxCellChars} characters or is not text`);
   if (body.length > limits.maxRows) unreadable(`more than ${limits.maxRows} rows`);
   const rows = body.map((row) => {
     if (row.skipped) {

@@ -215,6 +215,51 @@ describe('importUpload: hostile files', () => {
     expect(job.rowCount).toBe(0);
   });
 
+  test('a huge shared-strings table stops at the parser’s memory limit as file_unreadable', async () => {
+    const book = XLSX.utils.book_new();
+    XLSX.utils.book_append_sheet(book, XLSX.utils.aoa_to_sheet([['name'], ['Ada']]), 'Contacts');
+    const cfb = (XLSX as unknown as { CFB: CfbApi }).CFB;
+    const zip = cfb.read(
+      XLSX.write(book, { type: 'buffer', bookType: 'xlsx', bookSST: true }) as Buffer,
+      { type: 'buffer' },
+    );
+    // 150,000 strings of 1,000 characters the sheet never uses: 150 MB of XML inside.
+    const entry = `<si><t>${'x'.repeat(1_000)}</t></si>`;
+    cfb.find(zip, '/xl/sharedStrings.xml')!.content = Buffer.from(
+      `<?xml version="1.0"?><sst xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><si><t>name</t></si><si><t>Ada</t></si>${entry.repeat(150_000)}</sst>`,
+    );
+    const file = cfb.write(zip, { type: 'buffer', fileType: 'zip', compression: true });
+    expect(file.length).toBeLessThan(5 * 1024 * 1024);
+    const { body } = await upload(file, 'strings.xlsx');
+    expectReason(body, 'VALIDATION', 'file_unreadable');
+    expect(body.errors?.[0]?.message).toBe('the file is too large or complex to read');
+  });
+
+  test('a cell holding text the database can’t store (NUL, a lone surrogate) leaves its row row_malformed', async () => {
+    const cell = (r: number, text: string) =>
+      `<row r="${r}"><c r="A${r}" t="inlineStr"><is><t>${text}</t></is></c></row>`;
+    const job = await staged(
+      workbookWithSheet(
+        SHEET(
+          [
+            cell(1, 'name'),
+            cell(2, 'Ada'),
+            cell(3, 'Nul_x0000_Byte'),
+            cell(4, 'Half_xD800_Pair'),
+            cell(5, 'Bea'),
+          ].join(''),
+        ),
+      ),
+      'odd.xlsx',
+    );
+    expect(job.rows).toEqual([
+      { line: 2, cells: ['Ada'], reason: null },
+      { line: 3, cells: [], reason: { code: 'row_malformed', meta: {} } },
+      { line: 4, cells: [], reason: { code: 'row_malformed', meta: {} } },
+      { line: 5, cells: ['Bea'], reason: null },
+    ]);
+  });
+
   test('a file that lies about its type is read by what it holds', async () => {
     const job = await staged('name,email\nAda,ada@example.com\n', 'contacts.xlsx');
     expect(job).toEqual(expect.objectContaining({ format: 'csv', rowCount: 1 }));
