@@ -55,8 +55,9 @@ export function readManifest(folder: string): PluginManifest {
 /** Every plugin folder under `dir` (a folder holding plugin.json), in name order. */
 export function pluginFolders(dir: string): string[] {
   if (!existsSync(dir)) return [];
-  return readdirSync(dir, { withFileTypes: true })
-    .filter((entry) => entry.isDirectory() && existsSync(path.join(dir, entry.name, 'plugin.json')))
-    .map((entry) => path.join(dir, entry.name))
+  // A folder linked in (an operator's plugin kept elsewhere) counts as one.
+  return readdirSync(dir)
+    .map((name) => path.join(dir, name))
+    .filter((folder) => existsSync(path.join(folder, 'plugin.json')))
     .sort();
 }
