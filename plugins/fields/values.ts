@@ -108,17 +108,14 @@ export async function writeValuesMany(
   );
   const stored = cells.filter(({ value }) => value !== null);
   for (let i = 0; i < stored.length; i += WRITE_BATCH) {
-    await tx
-      .insert(contactFieldValues)
-      .values(stored.slice(i, i + WRITE_BATCH).map((cell) => ({ workspaceId, ...cell })))
-      .onConflictDoUpdate({
-        target: [
-          contactFieldValues.workspaceId,
-          contactFieldValues.contactId,
-          contactFieldValues.fieldId,
-        ],
-        set: { value: sql`excluded.value`, updatedAt: sql`now()` },
-      });
+    // One JSON parameter a batch: the database reads the rows, no statement of 6,000 values.
+    await tx.execute(sql`
+      insert into contact_field_values (workspace_id, contact_id, field_id, value)
+      select ${workspaceId}, cell."contactId", cell."fieldId", cell.value
+      from jsonb_to_recordset(${JSON.stringify(stored.slice(i, i + WRITE_BATCH))}::jsonb)
+        as cell("contactId" uuid, "fieldId" uuid, value jsonb)
+      on conflict (workspace_id, contact_id, field_id)
+        do update set value = excluded.value, updated_at = now()`);
   }
   const cleared = cells.filter(({ value }) => value === null);
   for (let i = 0; i < cleared.length; i += WRITE_BATCH) {

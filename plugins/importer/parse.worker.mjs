@@ -1,7 +1,9 @@
 // Reads an uploaded file on a worker thread (src/workers/run.ts holds it to a heap and a
 // time limit): a CSV in any common delimiter and encoding, or a spreadsheet's first sheet.
-// Answers { ok: true, format, columns, rows: [{ line, cells, reason }] } or
-// { ok: false, problem }. Plain JavaScript, so the worker needs no loader.
+// Answers { ok: true, format, columns, rowCount, batches } or { ok: false, problem }: each
+// batch is the JSON text of up to `limits.batchRows` rows [{ line, cells, reason }], ready
+// to be stored as it is, so the serving thread neither copies nor walks the rows. Plain
+// JavaScript, so the worker needs no loader.
 import { parentPort, workerData } from 'node:worker_threads';
 import { parse } from 'csv-parse/sync';
 import * as XLSX from 'xlsx';
@@ -151,7 +153,11 @@ function read() {
         : null;
     return { line: row.line, cells: row.cells, reason };
   });
-  return { ok: true, format: file.format, columns, rows };
+  const batches = [];
+  for (let i = 0; i < rows.length; i += limits.batchRows) {
+    batches.push(JSON.stringify(rows.slice(i, i + limits.batchRows)));
+  }
+  return { ok: true, format: file.format, columns, rowCount: rows.length, batches };
 }
 
 try {

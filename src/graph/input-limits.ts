@@ -336,6 +336,13 @@ function valueRefusal(
   return anyRefusal(value, limits, site, depth + 1);
 }
 
+/** A value JSON could have made: an object whose prototype is Object's or none. */
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (typeof value !== 'object' || value === null) return false;
+  const prototype: unknown = Object.getPrototypeOf(value);
+  return prototype === Object.prototype || prototype === null;
+}
+
 /** Every string inside a structured scalar value, to DEPTH_MAX, under the argument's limits. */
 function anyRefusal(
   value: unknown,
@@ -345,7 +352,8 @@ function anyRefusal(
 ): Refusal | null {
   if (depth > DEPTH_MAX) return tooDeep(site);
   if (typeof value === 'string') return textRefusal(value, limits, site);
-  if (typeof value !== 'object' || value === null) return null;
+  // Only what JSON makes: an uploaded file's bytes are no text to walk (5 MiB of entries).
+  if (!Array.isArray(value) && !isPlainObject(value)) return null;
   const entries = Array.isArray(value) ? value.entries() : Object.entries(value);
   for (const [key, item] of entries) {
     const where = typeof key === 'number' ? indexed(site, key) : named(site, key);

@@ -9,7 +9,7 @@ import {
   freshWorkspaceHeaders,
 } from '../../support/contacts.js';
 import { startTestService, type TestService } from '../../support/service.js';
-import { uploadFile } from './support.js';
+import { holdTable, uploadFile, waiterOn } from './support.js';
 
 let svc: TestService;
 
@@ -217,6 +217,37 @@ describe('importCommit', () => {
     }
     const total = await svc.graph('{ contactPage { total } }', {}, headers);
     expect(dataOf(total.body, 'contactPage')).toEqual({ total: 50 });
+  });
+
+  test('an address another contact takes during the commit refuses it whole; it commits after', async () => {
+    const { headers, workspaceId } = await workspace();
+    const id = await stage(
+      'name,email,phone,tier\nAda,ada@example.com,,\nBea,bea@example.com,,\n',
+      headers,
+    );
+    await map(id, headers);
+    const lock = holdTable(svc, 'contacts');
+    const tx = await lock.held;
+    const commit = svc.graph(COMMIT, { id }, headers);
+    await waiterOn(svc, 'contacts'); // judged already: bea@example.com was free
+    const [late] = await tx<{ id: string }[]>`
+      insert into contacts (workspace_id, name) values (${workspaceId}, 'Bea Late') returning id`;
+    await tx`
+      insert into contact_identities (workspace_id, contact_id, channel, identifier, identifier_key)
+      values (${workspaceId}, ${late!.id}, 'email', 'bea@example.com', 'bea@example.com')`;
+    await lock.release();
+    expectReason((await commit).body, 'CONFLICT', 'identity_taken', { ownerContactId: late!.id });
+
+    // Nothing of the commit stayed; committed again, Bea's row names her holder.
+    const [count] = await svc.db.database.sql<{ n: number }[]>`
+      select count(*)::int as n from contacts where workspace_id = ${workspaceId}`;
+    expect(count!.n).toBe(1);
+    const done = dataOf((await svc.graph(COMMIT, { id }, headers)).body, 'importCommit');
+    expect(done).toMatchObject({ state: 'committed', createdCount: 1, skippedCount: 1 });
+    expect((await rows(id, headers)).map((row) => row.reason?.code ?? null)).toEqual([
+      null,
+      'identity_taken_by',
+    ]);
   });
 
   test('a field archived after the mapping leaves its rows out as field_unknown', async () => {

@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { dataOf, expectReason, freshWorkspaceHeaders } from '../../support/contacts.js';
 import { startTestService, type TestService } from '../../support/service.js';
-import { uploadFile } from './support.js';
+import { holdTable, uploadFile, waiterOn } from './support.js';
 
 let svc: TestService;
 
@@ -40,32 +40,6 @@ interface Seen {
   progress: { stage: string; done: number; total: number } | null;
 }
 
-/** Holds `lock table <table> in share mode` (no inserts) until `release()` is called. */
-function holdTable(table: string) {
-  let release!: () => void;
-  const released = new Promise<void>((resolve) => (release = resolve));
-  let locked!: () => void;
-  const held = new Promise<void>((resolve) => (locked = resolve));
-  const done = svc.db.database.sql.begin(async (tx) => {
-    await tx.unsafe(`lock table ${table} in share mode`);
-    locked();
-    await released;
-  });
-  return { held, release: async () => (release(), await done) };
-}
-
-/** Waits until a statement of this database waits for a lock on `table`. */
-async function waiterOn(table: string): Promise<void> {
-  const deadline = Date.now() + 10_000;
-  while (Date.now() < deadline) {
-    const [row] = await svc.db.database.sql<{ n: number }[]>`
-      select count(*)::int as n from pg_locks
-      where not granted and relation = ${table}::regclass`;
-    if ((row?.n ?? 0) > 0) return;
-  }
-  throw new Error(`nothing waited for ${table}`);
-}
-
 async function seenProgress(id: string, stage: string) {
   return [
     ...(await svc.db.database.sql<{ stage: string; done: number; total: number }[]>`
@@ -77,10 +51,10 @@ async function seenProgress(id: string, stage: string) {
 describe('an import’s progress', () => {
   test('staging: the import is listed as staging with rows done of rows, then staged', async () => {
     const { headers } = await freshWorkspaceHeaders(svc);
-    const lock = holdTable('import_rows');
+    const lock = holdTable(svc, 'import_rows');
     await lock.held;
     const upload = uploadFile(svc, csv, 'people.csv', headers);
-    await waiterOn('import_rows');
+    await waiterOn(svc, 'import_rows');
 
     const [listed] = dataOf<Seen[]>((await svc.graph(LIST, {}, headers)).body, 'imports');
     expect(listed).toMatchObject({
@@ -136,14 +110,14 @@ describe('an import’s progress', () => {
       ).body,
       'importSetMapping',
     );
-    const lock = holdTable('contacts');
+    const lock = holdTable(svc, 'contacts');
     await lock.held;
     const commit = svc.graph(
       'mutation ($id: UUID!) { importCommit(id: $id) { state createdCount progress { done } } }',
       { id },
       headers,
     );
-    await waiterOn('contacts');
+    await waiterOn(svc, 'contacts');
 
     expect(dataOf((await svc.graph(JOB, { id }, headers)).body, 'importJob')).toEqual({
       state: 'committing',
