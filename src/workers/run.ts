@@ -1,4 +1,11 @@
+import { channel } from 'node:diagnostics_channel';
 import { Worker } from 'node:worker_threads';
+
+/**
+ * Published with `{ file }` when a worker starts running its module: tracing (and the
+ * tests) can see untrusted input being parsed while the request thread goes on.
+ */
+export const workerOnline = channel('svc:worker:online');
 
 /** Why a worker gave no answer. */
 export type WorkerFailure = 'memory' | 'time' | 'crashed';
@@ -48,6 +55,9 @@ export function runInWorker<O>(file: URL, input: unknown, limits: WorkerLimits):
       () => finish(() => reject(new WorkerLimitError('time'))),
       limits.timeoutMs,
     );
+    worker.once('online', () => {
+      if (workerOnline.hasSubscribers) workerOnline.publish({ file: file.href });
+    });
     worker.once('message', (answer: O) => finish(() => resolve(answer)));
     worker.once('error', (error: Error & { code?: string }) =>
       finish(() =>
