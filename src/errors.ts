@@ -25,6 +25,11 @@ function reason<M extends Meta = Record<string, never>>(
   return { code, message };
 }
 
+/** A count of seconds as a message says it: `1 second`, `3 seconds`. */
+export function seconds(count: number): string {
+  return count === 1 ? '1 second' : `${count} seconds`;
+}
+
 /**
  * Every reason of the core (SPEC 7.3), with its code, meta shape and message. Clients
  * match `reason` and read `meta`; messages may change, reasons never do.
@@ -34,7 +39,7 @@ export const coreReasons = {
   credentials_invalid: reason('UNAUTHENTICATED', 'email or password is wrong'),
   rate_limited: reason<{ retryAfter: number }>(
     'RATE_LIMITED',
-    (m) => `too many attempts; try again in ${m.retryAfter} seconds`,
+    (m) => `too many attempts; try again in ${seconds(m.retryAfter)}`,
   ),
   scope_missing: reason<{ scope: string }>('UNAUTHORIZED', (m) => `scope required: ${m.scope}`),
   capability_missing: reason<{ scope: string | null; capability: string }>(

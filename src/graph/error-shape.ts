@@ -39,9 +39,12 @@ export function createErrorMasker(log: Logger) {
     }
     if (isRequestError(error)) {
       // Yoga's own codes (GRAPHQL_PARSE_FAILED, GRAPHQL_VALIDATION_FAILED, BAD_REQUEST)
-      // become the spec's VALIDATION; its `http` hint stays for the transport.
+      // become the spec's VALIDATION; its `http` hint stays for the transport. A syntax
+      // error has no nodes, only a source and positions: they keep its `locations`.
       return new GraphQLError(error.message, {
         nodes: error.nodes,
+        source: error.source,
+        positions: error.positions,
         path: error.path,
         extensions: {
           ...error.extensions,

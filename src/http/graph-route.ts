@@ -7,7 +7,7 @@ import { createContext, type Actor } from '../context.js';
 import type { Database } from '../db/client.js';
 import type { QueryGate } from '../db/gate.js';
 import type { EventBus } from '../events/bus.js';
-import { refuse, type AppError } from '../errors.js';
+import { refuse, seconds, type AppError } from '../errors.js';
 import { GRAPH_PATH, type GraphServer, type GraphServerContext } from '../graph/server.js';
 import type { Logger } from '../log.js';
 import type { createCancellation } from './cancellation.js';
@@ -58,11 +58,6 @@ function graphRefusal(
 /** Whose share of the pool a request's statements take: its user, else its address. */
 export function callerKey(actor: Actor | null, clientAddress: string): string {
   return actor ? actor.userId : `anonymous:${clientAddress}`;
-}
-
-/** Seconds as a refusal's message says them. */
-function seconds(count: number): string {
-  return count === 1 ? '1 second' : `${count} seconds`;
 }
 
 /**

@@ -80,10 +80,11 @@ describe('/api/mcp over HTTP', () => {
       if (response.status === 429) refused = response;
       else await response.arrayBuffer();
     }
-    expect(refused?.headers.get('retry-after')).toMatch(/^\d+$/);
+    // SVC_GRAPH_RETRY_AFTER's default, 1s: "1 second", never "1 seconds".
+    expect(refused?.headers.get('retry-after')).toBe('1');
     const body = (await refused?.json()) as { error: { code: number; message: string } };
     expect(body.error.code).toBe(-32000);
-    expect(body.error.message).toMatch(/^too many attempts; try again in \d+ seconds$/);
+    expect(body.error.message).toBe('too many attempts; try again in 1 second');
 
     // The operation ends (its client goes away), its slot comes back.
     running.abort();
