@@ -20,7 +20,14 @@ import {
 } from '../../src/plugin-sdk/index.js';
 import { ProgressReport, type ImportView } from './progress.js';
 import { findImport, lockImport } from './service.js';
-import { importRows, imports, type Import, type ImportRow, type RowReason } from './tables.js';
+import {
+  importRows,
+  imports,
+  type Import,
+  type ImportRow,
+  type RowReason,
+  type RowReasonCode,
+} from './tables.js';
 
 /** What a column may be mapped to, as `importFields` lists it. */
 export interface ImportTarget {
@@ -105,7 +112,10 @@ interface Judged {
   values?: Record<string, string>;
 }
 
-const reason = (code: string, meta: Record<string, unknown> = {}): RowReason => ({ code, meta });
+const reason = (code: RowReasonCode, meta: Record<string, unknown> = {}): RowReason => ({
+  code,
+  meta,
+});
 
 /**
  * Every row through the mapping, in file order: its blocking reason, or the contact and

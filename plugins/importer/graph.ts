@@ -38,7 +38,7 @@ const ImportRowObject = builder.objectRef<ImportRow>('ImportRow').implement({
       // A reason stored before reasons were codes is text: it reads as legacy_text.
       resolve: (row) =>
         typeof row.reason === 'string'
-          ? { code: 'legacy_text', meta: { text: row.reason } }
+          ? { code: 'legacy_text' as const, meta: { text: row.reason } }
           : (row.reason ?? null),
     }),
     contactId: t.expose('contactId', {

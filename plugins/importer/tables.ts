@@ -13,8 +13,22 @@ import {
 } from 'drizzle-orm/pg-core';
 import { createdAt, workspaceOwned } from '../../src/plugin-sdk/index.js';
 
+/** SPEC 2.10's row reason codes (the parse worker writes the first three). */
+export type RowReasonCode =
+  | 'row_cell_count_mismatch'
+  | 'row_quote_misplaced'
+  | 'row_malformed'
+  | 'row_incomplete'
+  | 'contact_details_invalid'
+  | 'identity_taken'
+  | 'identity_taken_by'
+  | 'value_kind_mismatch'
+  | 'field_unknown'
+  | 'field_text_refused'
+  | 'legacy_text';
+
 /** A staged row's reason: null when none applies (SPEC 2.10). */
-export type RowReason = { code: string; meta: Record<string, unknown> } | null;
+export type RowReason = { code: RowReasonCode; meta: Record<string, unknown> } | null;
 /** As stored: a reason written before reasons were codes is its text (legacy_text). */
 export type StoredReason = RowReason | string;
 

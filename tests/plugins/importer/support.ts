@@ -1,6 +1,7 @@
 // What the importer's tests share: a multipart upload (GraphQL multipart request spec).
-import type { TransactionSql } from 'postgres';
 import type { GraphBody, TestService } from '../../support/service.js';
+
+export { holdTable, waiterOn } from '../../support/locks.js';
 
 export const UPLOAD = `mutation ($file: Upload!) {
   importUpload(file: $file) {
@@ -23,33 +24,4 @@ export async function uploadFile(
   form.append('0', new Blob([bytes as BlobPart]), name);
   const response = await fetch(`${svc.url}/api/graphql`, { method: 'POST', headers, body: form });
   return { status: response.status, body: (await response.json()) as GraphBody };
-}
-
-/**
- * Holds `lock table <table> in share mode` (no inserts but its own) until `release()`;
- * `held` answers the holding transaction once the lock is taken.
- */
-export function holdTable(svc: TestService, table: string) {
-  let release!: () => void;
-  const released = new Promise<void>((resolve) => (release = resolve));
-  let locked!: (tx: TransactionSql) => void;
-  const held = new Promise<TransactionSql>((resolve) => (locked = resolve));
-  const done = svc.db.database.sql.begin(async (tx) => {
-    await tx.unsafe(`lock table ${table} in share mode`);
-    locked(tx);
-    await released;
-  });
-  return { held, release: async () => (release(), await done) };
-}
-
-/** Waits until a statement of this database waits for a lock on `table`. */
-export async function waiterOn(svc: TestService, table: string): Promise<void> {
-  const deadline = Date.now() + 10_000;
-  while (Date.now() < deadline) {
-    const [row] = await svc.db.database.sql<{ n: number }[]>`
-      select count(*)::int as n from pg_locks
-      where not granted and relation = ${table}::regclass`;
-    if ((row?.n ?? 0) > 0) return;
-  }
-  throw new Error(`nothing waited for ${table}`);
 }
