@@ -1,7 +1,19 @@
-import postgres, { type Sql } from 'postgres';
-import { drizzle, type PostgresJsDatabase } from 'drizzle-orm/postgres-js';
+import postgres, { type Sql, type TransactionSql } from 'postgres';
+import { PgDialect } from 'drizzle-orm/pg-core';
+import { drizzle, PostgresJsDatabase, PostgresJsSession } from 'drizzle-orm/postgres-js';
 
 export type Db = PostgresJsDatabase;
+
+const dialect = new PgDialect({ casing: 'snake_case' });
+
+/**
+ * Drizzle over a postgres.js client: a pool, a transaction (so a raw `COPY` and Drizzle
+ * writes share it), or a client of the same shape (the query gate's).
+ */
+export function drizzleOver(client: Sql | TransactionSql): Db {
+  const session = new PostgresJsSession(client as Sql, dialect, undefined, {});
+  return new PostgresJsDatabase(dialect, session, undefined) as Db;
+}
 
 export interface Database {
   /** The postgres.js pool, for raw SQL and reserved connections. */

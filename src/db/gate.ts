@@ -1,7 +1,5 @@
-import { PgDialect } from 'drizzle-orm/pg-core';
-import { PostgresJsDatabase, PostgresJsSession } from 'drizzle-orm/postgres-js';
 import type { PendingQuery, Row, Sql, TransactionSql } from 'postgres';
-import type { Database, Db } from './client.js';
+import { drizzleOver, type Database } from './client.js';
 
 /**
  * Thrown by a request's statement that never started because its request was cancelled
@@ -95,7 +93,6 @@ class LazyQuery implements PromiseLike<unknown> {
  */
 export function createQueryGate(database: Database, options: QueryGateOptions): QueryGate {
   const share = Math.max(1, options.share);
-  const dialect = new PgDialect({ casing: 'snake_case' });
   const byCaller = new Map<string, Turns>();
 
   function turnsOf(caller: string): Turns {
@@ -183,8 +180,7 @@ export function createQueryGate(database: Database, options: QueryGateOptions): 
           return database.sql.begin((tx) => work(held(tx))) as never;
         }),
     };
-    const session = new PostgresJsSession(client as unknown as Sql, dialect, undefined, {});
-    const db = new PostgresJsDatabase(dialect, session, undefined) as Db;
+    const db = drizzleOver(client as unknown as Sql);
     return { sql: database.sql, db, close: () => Promise.resolve() };
   }
 

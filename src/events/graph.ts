@@ -1,5 +1,5 @@
 import { scopesAllow, type AccessCatalogue } from '../auth/access.js';
-import { signedIn, type Actor } from '../context.js';
+import { signedIn, type Actor, type Context } from '../context.js';
 import { refuse, type AppError } from '../errors.js';
 import { builder } from '../graph/builder.js';
 import { streamRequested } from '../http/guards/stream-accept.js';
@@ -41,6 +41,25 @@ export function streamRequired(): AppError {
   return refuse('stream_required');
 }
 
+/**
+ * The caller's stream of event notices `accept` keeps (within what `mayReceive` lets it
+ * see): refused with stream_required unless asked as a stream, ended with the request,
+ * the stream lifetime or the credential. Core and plugin subscriptions open theirs here.
+ */
+export function subscribeEvents(ctx: Context, accept: (notice: BusNotice) => boolean) {
+  const { actor } = signedIn(ctx); // the field's scope check ran first
+  // An operation on a single-connection stream streams whatever its own Accept says.
+  if (!ctx.singleConnection && !streamRequested(ctx.headers.get('accept'))) {
+    throw streamRequired();
+  }
+  return ctx.events.subscribe({
+    actor,
+    accept: (notice) => mayReceive(actor, ctx.access, notice) && accept(notice),
+    signal: ctx.signal,
+    lifetimeMs: ctx.config.graph.streamLifetimeMs,
+  });
+}
+
 export const CoreEventObject = builder.objectRef<BusNotice>('CoreEvent').implement({
   description:
     'A change the caller may see, named so a client refetches what it shows (docs/events.md).',
@@ -68,19 +87,8 @@ builder.subscriptionFields((t) => ({
       'Streams the events of the caller’s workspace it may see (task events reach only their ' +
       'assignee; a token sees the areas its scopes read). Closes after SVC_STREAM_LIFETIME; ' +
       'clients reconnect and refetch. No replay of events missed while disconnected.',
-    subscribe: (_root, _args, ctx) => {
-      const { actor } = signedIn(ctx); // the type's `authenticated` scope ran first
-      // An operation on a single-connection stream streams whatever its own Accept says.
-      if (!ctx.singleConnection && !streamRequested(ctx.headers.get('accept'))) {
-        throw streamRequired();
-      }
-      return ctx.events.subscribe({
-        actor,
-        accept: (notice) => mayReceive(actor, ctx.access, notice),
-        signal: ctx.signal,
-        lifetimeMs: ctx.config.graph.streamLifetimeMs,
-      });
-    },
+    subscribe: (_root, _args, ctx) =>
+      subscribeEvents(ctx, (notice) => mayReceive(signedIn(ctx).actor, ctx.access, notice)),
     resolve: (notice) => notice,
   }),
 }));

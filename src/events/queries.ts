@@ -27,3 +27,19 @@ export async function selectEnvelopes(
       or(...keys.map((key) => and(eq(events.workspaceId, key.workspaceId), eq(events.id, key.id)))),
     );
 }
+
+/**
+ * The `data` of one event of the workspace (a subscription turning a notice into the
+ * record it names); undefined when there is none.
+ */
+export async function eventData(
+  db: Db,
+  workspaceId: string,
+  id: string,
+): Promise<Record<string, unknown> | undefined> {
+  const [row] = await db
+    .select({ data: events.data })
+    .from(events)
+    .where(and(eq(events.workspaceId, workspaceId), eq(events.id, id)));
+  return row?.data as Record<string, unknown> | undefined;
+}

@@ -60,6 +60,12 @@ export interface SendOptions {
   cookies?: readonly string[];
   /** A JSON answer longer than `maxBytes` is replaced by `replacement` (same status). */
   cap?: { maxBytes: number; replacement: () => unknown };
+  /**
+   * An answer that declares its own Content-Length is sent as it is, piped and never
+   * compressed (a plugin's file download: a large file is not held whole, and the byte
+   * offsets of a 206 stay true).
+   */
+  sized?: boolean;
 }
 
 type NodeHeaders = Record<string, string | string[]>;
@@ -171,14 +177,29 @@ export async function sendWebResponse(
   options: SendOptions = {},
 ): Promise<void> {
   const headers = nodeHeaders(response, options.cookies ?? []);
+  const length = response.headers.get('content-length');
+  if (options.sized && length !== null && /^\d+$/.test(length)) {
+    headers['content-length'] = length;
+    res.writeHead(response.status, headers);
+    if (!response.body || hasNoContent(response.status) || res.req?.method === 'HEAD') {
+      await response.body?.cancel();
+      res.end();
+      return;
+    }
+    return pipeBody(res, response.body);
+  }
   if (!response.body || !isStream(response)) {
     return sendWhole(res, response, headers, options.cap);
   }
   res.writeHead(response.status, headers);
+  return pipeBody(res, response.body);
+}
+
+/** Pipes a body to the client; a client that goes away cancels it (ending a subscription). */
+async function pipeBody(res: ServerResponse, stream: ReadableStream<Uint8Array>): Promise<void> {
   // Yoga's answer body may be its ponyfill stream, which `Readable.fromWeb` refuses; any
   // ReadableStream's reader works.
-  const body = readableOf(response.body);
-  // A client that goes away cancels the stream, which ends a subscription's iterator.
+  const body = readableOf(stream);
   res.once('close', () => body.destroy());
   await new Promise<void>((resolve) => {
     body.once('error', () => {

@@ -105,6 +105,6 @@ export function createPluginRouter(deps: PluginRouterDeps) {
       workspaceId: actor?.workspaceId ?? null,
       signal,
     });
-    await sendWebResponse(res, response);
+    await sendWebResponse(res, response, { sized: true });
   };
 }

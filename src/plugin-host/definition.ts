@@ -64,6 +64,11 @@ export interface PluginDefinition {
   roles?: Record<string, string[]>;
   /** Webhook event names the plugin publishes (`chat.message.received`). */
   events?: string[];
+  /**
+   * The `data` key carrying the subject of the plugin's events, where a contract fixes one
+   * (`conversation_id`); by default the name's first segment plus `Id` (`noteId`).
+   */
+  eventSubjectKey?: string;
   /** Error reasons the plugin refuses with (SPEC 7.4). */
   reasons?: Record<string, ReasonDeclaration>;
   /** HTTP routes served under `/api/plugins/<id>/`. */

@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { registerReason } from '../errors.js';
+import { fixSubjectKey } from '../events/subject.js';
 import type { MigrationSet } from '../db/migrate.js';
 import type { Logger } from '../log.js';
 import type { PluginDefinition, PluginRuntime } from './definition.js';
@@ -46,6 +47,9 @@ export async function loadPlugins(options: LoadOptions = {}): Promise<LoadedPlug
     const definition = manifest.backend ? await importBackend(folder, manifest) : null;
     for (const [name, spec] of Object.entries(definition?.reasons ?? {})) {
       registerReason(name, spec);
+    }
+    if (definition?.eventSubjectKey) {
+      for (const name of definition.events ?? []) fixSubjectKey(name, definition.eventSubjectKey);
     }
     loaded.push({ manifest, folder, definition, migrations: migrationSet(folder, manifest.id) });
   }

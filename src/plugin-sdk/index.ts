@@ -25,6 +25,8 @@ export { signedIn } from '../context.js';
 export { loaderFamily, groupByKey, type LoaderFactory, type RequestLoaders } from '../loaders.js';
 export type { Config } from '../config.js';
 export type { Database, Db } from '../db/client.js';
+/** Drizzle over a postgres.js transaction, so a raw `COPY` and Drizzle writes share it. */
+export { drizzleOver } from '../db/client.js';
 export type { Logger } from '../log.js';
 export { builder } from '../graph/builder.js';
 /** The builder's schema types, for helpers that take a Pothos field builder. */
@@ -68,7 +70,21 @@ export {
  * on `contacts`); declared when the backend loads.
  */
 export { registerContactFilter, type ContactFilterDeclaration } from '../contacts/filters.js';
+/**
+ * The contact behind an identity a platform delivers (a chat sender): matched, or created
+ * with `contact.created`, in the plugin's transaction.
+ */
+export {
+  contactForIdentity,
+  type DeliveredIdentity,
+  type IdentityContact,
+} from '../contacts/channel-contacts.js';
 export { recordEvent } from '../events/service.js';
+/** An event's `data`, and the notice a subscription receives (`ctx.events.subscribe`). */
+export { eventData } from '../events/queries.js';
+/** A subscription's stream of the caller's event notices (as `coreEvent` opens its own). */
+export { subscribeEvents } from '../events/graph.js';
+export type { BusNotice } from '../events/bus.js';
 export { registerChannel } from '../contacts/channels.js';
 export { pageSize } from '../paging/index.js';
 /**
@@ -121,8 +137,11 @@ export {
   type WritableField,
   type CheckedFieldValues,
 } from './services.js';
-/** Asked before a channel stores an inbound delivery (SVC_TENANT_MACHINE_GRACE). */
-export { acceptChannelDelivery } from '../workspaces/service.js';
+/**
+ * Asked before a channel stores an inbound delivery (SVC_TENANT_MACHINE_GRACE); and the
+ * deployment's only workspace, which an environment's channel settings may serve.
+ */
+export { acceptChannelDelivery, soleWorkspaceId } from '../workspaces/service.js';
 
 /** Declares a plugin; the backend module default-exports the result. */
 export function definePlugin<const T extends PluginDefinition>(definition: T): T {

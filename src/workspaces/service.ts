@@ -121,3 +121,12 @@ export async function acceptChannelDelivery(
   const workspace = await findWorkspaceById(scope.database.db, workspaceId);
   return workspace !== undefined && acceptsChannelDeliveries(workspace, scope.config, now);
 }
+
+/**
+ * The deployment's workspace when it has exactly one, else null: a setting of the
+ * environment (a chat number) can serve a single-workspace deployment without naming it.
+ */
+export async function soleWorkspaceId(db: Db): Promise<string | null> {
+  const rows = await db.select({ id: workspaces.id }).from(workspaces).limit(2);
+  return rows.length === 1 ? rows[0]!.id : null;
+}

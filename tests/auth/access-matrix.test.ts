@@ -79,6 +79,13 @@ const expectedRules: Record<string, Expected> = {
   'Query.importFields': { scope: 'imports:read' },
   'Mutation.importSetMapping': { scope: 'imports:write' },
   'Mutation.importCommit': { scope: 'imports:write' },
+  'Query.chatConversations': { scope: 'chat:read' },
+  'Query.chatConversation': { scope: 'chat:read' },
+  'Mutation.chatSendMessage': { scope: 'chat:write' },
+  'Mutation.chatConnect': { scope: 'chat:write', capability: 'manage_chat' },
+  'Mutation.chatDisconnect': { scope: 'chat:write', capability: 'manage_chat' },
+  'Subscription.chatConversationEvent': { scope: 'chat:read' },
+  'Subscription.chatMessageReceived': { scope: 'chat:read' },
 };
 
 interface PothosExtensions {
@@ -268,7 +275,7 @@ describe('root field guards', () => {
 
   test('every kind of caller is let through or refused with the reason the rules give, on every root field', async () => {
     const capabilities: Record<string, Set<string>> = {
-      admin: new Set(['manage_users', 'manage_webhooks', 'manage_fields']),
+      admin: new Set(['manage_users', 'manage_webhooks', 'manage_fields', 'manage_chat']),
       member: new Set(),
       none: new Set(),
     };

@@ -10,6 +10,15 @@ import type { AddressInfo } from 'node:net';
 import { sql } from 'drizzle-orm';
 import { subjectKey } from '../../src/events/subject.js';
 import { eventCatalogue } from '../../src/webhooks/service.js';
+import { APP_SECRET, NUMBER, VERIFY_TOKEN } from '../plugins/chat/support.js';
+import {
+  inboundMessage,
+  postWebhook,
+  startChatPlatform,
+  statusUpdate,
+  type ChatPlatform,
+  type WebhookPayload,
+} from '../support/chat-platform.js';
 import {
   ADD_IDENTITY,
   createContactVia,
@@ -22,9 +31,7 @@ import { CREATE_TASK, UPDATE_TASK } from '../support/tasks.js';
 import { openStream, type SseStream } from './sse.js';
 
 /** Names in the catalogue that no code in this tree records, and who does. */
-const RECORDED_ELSEWHERE: Record<string, string> = {
-  'chat.message.received': 'the chat plugin (SPEC 6), which is not in this tree',
-};
+const RECORDED_ELSEWHERE: Record<string, string> = {};
 
 interface Envelope {
   id: string;
@@ -37,15 +44,28 @@ interface Envelope {
 type Trigger = () => Promise<Record<string, unknown>>;
 
 let svc: TestService;
+/** The chat plugin's platform: the environment's number serves the one workspace. */
+let platform: ChatPlatform;
 
 beforeAll(async () => {
+  platform = await startChatPlatform();
   svc = await startTestService({
     plugins: {},
-    env: { SVC_WEBHOOK_ALLOWED_HOSTS: '127.0.0.1/32' },
+    env: {
+      SVC_WEBHOOK_ALLOWED_HOSTS: '127.0.0.1/32',
+      SVC_CHAT_APP_SECRET: APP_SECRET,
+      SVC_CHAT_VERIFY_TOKEN: VERIFY_TOKEN,
+      SVC_CHAT_ACCESS_TOKEN: platform.accessToken,
+      SVC_CHAT_PHONE_NUMBER_ID: NUMBER,
+      SVC_CHAT_GRAPH_URL: platform.graphUrl,
+    },
   });
 });
 
-afterAll(() => svc.stop());
+afterAll(async () => {
+  await svc.stop();
+  await platform.close();
+});
 
 async function contact(
   name = 'Env Probe',
@@ -72,6 +92,48 @@ const DEFINE_FIELD = `mutation ($input: FieldDefineInput!) { defineField(input: 
 const WRITE_FIELDS = `mutation ($contactId: UUID!, $values: JSON!) {
   writeContactFields(contactId: $contactId, values: $values) { id }
 }`;
+
+const CHAT_THREAD = `query ($id: UUID!) {
+  chatConversation(id: $id) {
+    id contact { id name } messages { id content media { state } }
+  }
+}`;
+
+interface ChatThread {
+  id: string;
+  contact: { id: string; name: string };
+  messages: { id: string; content: string; media: { state: string } | null }[];
+}
+
+async function chatDeliver(payload: WebhookPayload): Promise<void> {
+  const answer = await postWebhook(`${svc.url}/api/plugins/chat/webhook`, payload, {
+    appSecret: APP_SECRET,
+  });
+  expect(answer.status).toBe(200);
+}
+
+/** A new chat thread started by `from`'s message `text` (or file): its ids and contact. */
+async function chatThread(
+  from: string,
+  message: { text: string } | { mediaId: string; caption: string },
+): Promise<{ thread: ChatThread; externalId: string; messageId: string }> {
+  const externalId = `wamid.catalogue-${from}`;
+  const base = { phoneNumberId: NUMBER, from, profileName: 'Chat Probe', id: externalId };
+  await chatDeliver(
+    'text' in message
+      ? inboundMessage({ ...base, type: 'text', text: { body: message.text } })
+      : inboundMessage({
+          ...base,
+          type: 'image',
+          image: { ...platform.mediaPart(message.mediaId), caption: message.caption },
+        }),
+  );
+  const [row] = (await svc.db.database.db.execute(
+    sql`select conversation_id, id from chat_messages where external_id = ${externalId}`,
+  )) as unknown as { conversation_id: string; id: string }[];
+  const { body } = await svc.graph(CHAT_THREAD, { id: row!.conversation_id });
+  return { thread: dataOf<ChatThread>(body, 'chatConversation'), externalId, messageId: row!.id };
+}
 
 /** One write per event name, answering the fields its event's `data` must hold. */
 const TRIGGERS: Record<string, Trigger> = {
@@ -148,6 +210,58 @@ const TRIGGERS: Record<string, Trigger> = {
     });
     expect(committed.body.errors).toBeUndefined();
     return { importId: id, created: 1, skipped: 1 };
+  },
+  'chat.message.received': async () => {
+    const { thread, externalId, messageId } = await chatThread('34600000001', { text: 'Hola' });
+    return {
+      conversation_id: thread.id,
+      contact_id: thread.contact.id,
+      contact_name: 'Chat Probe',
+      external_id: externalId,
+      text: 'Hola',
+      message_id: messageId,
+    };
+  },
+  'chat.message.status': async () => {
+    const { thread } = await chatThread('34600000002', { text: 'Reply please' });
+    const { body } = await svc.graph(
+      `mutation ($id: UUID!, $text: String!) {
+        chatSendMessage(conversationId: $id, text: $text) { id }
+      }`,
+      { id: thread.id, text: 'On it' },
+    );
+    const reply = dataOf<{ id: string }>(body, 'chatSendMessage');
+    const [sent] = await platform.waitForSent(1);
+    await chatDeliver(
+      statusUpdate({
+        phoneNumberId: NUMBER,
+        messageId: sent!.messageId!,
+        recipientId: '34600000002',
+        status: 'delivered',
+      }),
+    );
+    return {
+      conversation_id: thread.id,
+      message_id: reply.id,
+      external_id: sent!.messageId,
+      status: 'delivered',
+    };
+  },
+  'chat.media.settled': async () => {
+    const mediaId = platform.addMedia({
+      bytes: Buffer.from('a tiny image'),
+      mimeType: 'image/png',
+    });
+    const { thread, messageId } = await chatThread('34600000003', { mediaId, caption: 'Look' });
+    // The file is downloaded shortly after the message arrives; the event comes with it.
+    const deadline = Date.now() + 20_000;
+    for (let state = thread.messages[0]?.media?.state; state !== 'stored';) {
+      if (Date.now() > deadline) throw new Error(`media still ${String(state)}`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      const { body } = await svc.graph(CHAT_THREAD, { id: thread.id });
+      state = dataOf<ChatThread>(body, 'chatConversation').messages[0]?.media?.state;
+    }
+    return { conversation_id: thread.id, message_id: messageId, media_state: 'stored' };
   },
   'note.created': async () => {
     const about = await contact('Noted');

@@ -96,6 +96,11 @@ export const ISOLATION_CASES: Readonly<Record<string, string>> = {
   'imports(before)': 'isolation-importer.test.ts',
   'importSetMapping(id)': 'isolation-importer.test.ts',
   'importCommit(id)': 'isolation-importer.test.ts',
+  'chatConversation(id)': 'isolation-chat.test.ts',
+  'chatConversations(before)': 'isolation-chat.test.ts',
+  'chatSendMessage(conversationId)': 'isolation-chat.test.ts',
+  // A subscription: proven over a real stream beside the plugin's other stream tests.
+  'chatMessageReceived(conversationId)': '../plugins/chat/streams.test.ts',
 };
 
 /**

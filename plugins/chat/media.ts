@@ -1,0 +1,466 @@
+// Inbound media (docs/chat.md, SPEC 3 "Chat media", 8.1, 8.2): each message carrying a file
+// is downloaded from the platform shortly after it arrives and stored in PostgreSQL.
+//
+// The queue is durable: it is the chat_messages rows whose media_state is 'pending', due
+// when media_next_at has passed (chat_messages_media_due_idx). A claim is one statement (one
+// short transaction) that locks due rows FOR UPDATE SKIP LOCKED, counts the attempt and
+// pushes media_next_at ahead by a lease, so no other process takes the same attempt, and a
+// process that dies mid-download leaves the row due again once the lease runs out: nothing
+// outlives a failure (a peer CRM loses attachments for good when its dedup lock does).
+// The lookup and the download run outside any transaction; every outcome is written only
+// while the row still holds the attempt it was claimed with (media_attempts), so a worker
+// whose lease ran out never overwrites the outcome of the one that took over.
+import { createHash } from 'node:crypto';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { sql } from 'drizzle-orm';
+import { drizzleOver, type Config, type PluginRuntime } from '../../src/plugin-sdk/index.js';
+import { MEDIA_SETTLED, recordChatEvent } from './events.js';
+import { lineOf, type ChatLine } from './settings.js';
+
+/** pending → stored | too_large | failed; the last three are final. */
+export type MediaState = 'pending' | 'stored' | 'too_large' | 'failed';
+
+/** A claim holds its row this long: longer than a lookup and a download together may take. */
+export const MEDIA_LEASE_MS = 2 * 60_000;
+/** Retries stop this long after the message arrived; the media is then `failed`. */
+export const MEDIA_RETRY_WINDOW_MS = 24 * 60 * 60_000;
+const LOOKUP_TIMEOUT_MS = 15_000;
+/** The whole download, well inside the lease. */
+const DOWNLOAD_TIMEOUT_MS = 90_000;
+/** Downloads in flight at once per process: at most this many capped files in memory. */
+const CONCURRENCY = 2;
+const POLL_MS = 1000;
+/** media_error holds at most this much text. */
+const ERROR_MAX = 200;
+
+/** The wait after the n-th failed attempt (1-based): min(1 h, 5 s × 2^(n-1)). */
+export function mediaRetryDelayMs(attempts: number): number {
+  return Math.min(60 * 60_000, 5000 * 2 ** Math.max(0, attempts - 1));
+}
+
+export interface MediaWorker {
+  /** Looks for due media now rather than at the next poll. */
+  wake(): void;
+  /** Stops claiming and waits for the downloads in flight. */
+  stop(): Promise<void>;
+}
+
+let current: MediaWorker | null = null;
+
+/**
+ * Wakes this process's media worker (inbound code calls it after storing a message with
+ * media); a no-op while none runs. Other processes find the row at their next poll.
+ */
+export function wakeMediaWorker(): void {
+  current?.wake();
+}
+
+/** A claimed row: what the attempt needs, and the attempt number that fences its outcome. */
+interface Claimed {
+  workspaceId: string;
+  id: string;
+  conversationId: string;
+  mediaId: string | null;
+  mimeType: string | null;
+  attempt: number;
+}
+
+/** A failure worth retrying; its message is stored as media_error (no secrets in it). */
+class MediaFailure extends Error {}
+
+type Outcome =
+  | { state: 'stored'; contentType: string; size: number; sha256: string; chunks: Uint8Array[] }
+  | { state: 'too_large'; size: number | null; contentType: string | null };
+
+/** A header-safe media type, or null (the platform's value becomes a response header). */
+export function safeContentType(value: unknown): string | null {
+  if (typeof value !== 'string') return null;
+  const trimmed = value.trim();
+  return trimmed.length <= 255 && /^[\w!#$&^.+-]+\/[\w!#$&^.+-]+(\s*;[\x20-\x7e]*)?$/.test(trimmed)
+    ? trimmed
+    : null;
+}
+
+export function startMediaWorker(runtime: PluginRuntime): MediaWorker {
+  const { config, database, log } = runtime;
+  const pool = database.sql;
+  const inFlight = new Set<Promise<void>>();
+  let stopped = false;
+  let claiming = false;
+  let again = false;
+
+  async function claim(limit: number): Promise<Claimed[]> {
+    const rows = await pool<
+      {
+        workspace_id: string;
+        id: string;
+        conversation_id: string;
+        media_id: string | null;
+        media_mime_type: string | null;
+        media_attempts: number;
+      }[]
+    >`
+      with due as (
+        select workspace_id, id from chat_messages
+        where media_state = 'pending' and media_next_at <= now()
+        order by media_next_at
+        limit ${limit}
+        for update skip locked
+      )
+      update chat_messages m
+      set media_next_at = now() + ${MEDIA_LEASE_MS} * interval '1 millisecond',
+          media_attempts = m.media_attempts + 1
+      from due
+      where m.workspace_id = due.workspace_id and m.id = due.id
+      returning m.workspace_id, m.id, m.conversation_id, m.media_id, m.media_mime_type,
+        m.media_attempts`;
+    return rows.map((row) => ({
+      workspaceId: row.workspace_id,
+      id: row.id,
+      conversationId: row.conversation_id,
+      mediaId: row.media_id,
+      mimeType: row.media_mime_type,
+      attempt: row.media_attempts,
+    }));
+  }
+
+  async function attempt(row: Claimed): Promise<void> {
+    let outcome: Outcome;
+    try {
+      if (!row.mediaId) throw new MediaFailure('the message names no media id');
+      const line = await lineOf(database.db, config, row.workspaceId);
+      if (!line) throw new MediaFailure('no chat line (access token) for the workspace');
+      outcome = await fetchMedia(config, line, row.mediaId);
+    } catch (error) {
+      const message =
+        error instanceof MediaFailure ? error.message : `unexpected: ${describe(error)}`;
+      if (!(error instanceof MediaFailure)) {
+        log.error({ err: error, messageId: row.id }, 'chat media download failed unexpectedly');
+      }
+      await recordFailure(row, message);
+      return;
+    }
+    if (outcome.state === 'too_large') {
+      await settle(row, 'too_large', outcome.size, outcome.contentType);
+      log.info({ messageId: row.id, size: outcome.size }, 'chat media over the size cap');
+      return;
+    }
+    try {
+      await store(row, outcome);
+    } catch (error) {
+      log.error({ err: error, messageId: row.id }, 'chat media could not be stored');
+      await recordFailure(row, 'storing the file failed');
+    }
+  }
+
+  /** Lookup, then download: stored bytes, too large, or a MediaFailure. */
+  async function fetchMedia(cfg: Config, line: ChatLine, mediaId: string): Promise<Outcome> {
+    const cap = cfg.chat.mediaMaxBytes;
+    const auth = { authorization: `Bearer ${line.accessToken}` };
+    const lookupUrl = `${cfg.chat.graphUrl.replace(/\/+$/, '')}/${encodeURIComponent(mediaId)}`;
+    const info = await request('lookup', lookupUrl, auth, LOOKUP_TIMEOUT_MS, async (response) => {
+      const body = (await response.json().catch(() => null)) as {
+        url?: unknown;
+        mime_type?: unknown;
+        file_size?: unknown;
+      } | null;
+      if (!body || typeof body.url !== 'string' || !/^https?:\/\//i.test(body.url)) {
+        throw new MediaFailure('lookup answered no download url');
+      }
+      const size = Number(body.file_size);
+      return {
+        url: body.url,
+        contentType: safeContentType(body.mime_type),
+        size: body.file_size !== undefined && Number.isFinite(size) ? size : null,
+      };
+    });
+    if (info.size !== null && info.size > cap) {
+      return { state: 'too_large', size: info.size, contentType: info.contentType };
+    }
+    return request('download', info.url, auth, DOWNLOAD_TIMEOUT_MS, async (response, abort) => {
+      if (!response.body) throw new MediaFailure('download answered no body');
+      const declared = Number(response.headers.get('content-length') ?? NaN);
+      if (declared > cap) {
+        abort();
+        return { state: 'too_large', size: declared, contentType: info.contentType };
+      }
+      const hash = createHash('sha256');
+      // The file is held once, as it arrived; the store sends these chunks as they are.
+      const chunks: Uint8Array[] = [];
+      let size = 0;
+      const reader = response.body.getReader();
+      for (;;) {
+        const { done, value: chunk } = await reader.read();
+        if (done) break;
+        size += chunk.length;
+        if (size > cap) {
+          abort();
+          return { state: 'too_large', size: null, contentType: info.contentType };
+        }
+        hash.update(chunk);
+        chunks.push(chunk);
+      }
+      return {
+        state: 'stored',
+        contentType:
+          info.contentType ??
+          safeContentType(response.headers.get('content-type')) ??
+          'application/octet-stream',
+        size,
+        sha256: hash.digest('hex'),
+        chunks,
+      };
+    });
+  }
+
+  /**
+   * The message stored and its bytes in one transaction, with MEDIA_SETTLED; nothing when
+   * the row no longer holds this attempt. The bytes go in by binary COPY, chunk by chunk,
+   * so they are never copied into one buffer (a bytea parameter would be hex text twice
+   * the file's size, and a message buffer as large again).
+   */
+  async function store(row: Claimed, file: Extract<Outcome, { state: 'stored' }>) {
+    await pool.begin(async (tx) => {
+      const [settled] = await tx`
+        update chat_messages
+        set media_state = 'stored', media_bytes = ${file.size}, media_error = null,
+            media_next_at = null, media_mime_type = coalesce(media_mime_type, ${file.contentType})
+        where workspace_id = ${row.workspaceId} and id = ${row.id}
+          and media_state = 'pending' and media_attempts = ${row.attempt}
+        returning id`;
+      if (!settled) return;
+      await tx`delete from chat_media where workspace_id = ${row.workspaceId} and message_id = ${row.id}`;
+      const copy = await tx`
+        copy chat_media (workspace_id, message_id, content_type, size, sha256, bytes)
+        from stdin with (format binary)`.writable();
+      await pipeline(Readable.from(binaryTuple(row, file)), copy);
+      await recordChatEvent(drizzleOver(tx), {
+        workspaceId: row.workspaceId,
+        name: MEDIA_SETTLED,
+        conversationId: row.conversationId,
+        data: { message_id: row.id, media_state: 'stored' },
+      });
+    });
+  }
+
+  /** A final state other than stored, with MEDIA_SETTLED, if the row still holds the attempt. */
+  async function settle(
+    row: Claimed,
+    state: 'too_large' | 'failed',
+    size: number | null,
+    contentType: string | null,
+  ): Promise<void> {
+    await database.db.transaction(async (tx) => {
+      const settled = await tx.execute(sql`
+        update chat_messages
+        set media_state = ${state}, media_bytes = coalesce(${size}::bigint, media_bytes),
+            media_next_at = null, media_mime_type = coalesce(media_mime_type, ${contentType}),
+            media_error = ${state === 'too_large' ? 'larger than SVC_CHAT_MEDIA_MAX_BYTES' : null}
+        where workspace_id = ${row.workspaceId} and id = ${row.id}
+          and media_state = 'pending' and media_attempts = ${row.attempt}
+        returning id`);
+      if (settled.length === 0) return;
+      await recordChatEvent(tx, {
+        workspaceId: row.workspaceId,
+        name: MEDIA_SETTLED,
+        conversationId: row.conversationId,
+        data: { message_id: row.id, media_state: state },
+      });
+    });
+  }
+
+  /**
+   * A failed attempt: due again after a widening wait, never later than the end of the
+   * retry window, and `failed` once that window has run out (all in the database's clock).
+   */
+  async function recordFailure(row: Claimed, error: string): Promise<void> {
+    const waitMs = mediaRetryDelayMs(row.attempt);
+    const text = error.slice(0, ERROR_MAX);
+    await database.db.transaction(async (tx) => {
+      const [updated] = (await tx.execute(sql`
+        update chat_messages
+        set media_error = ${text},
+            media_state = case
+              when now() >= created_at + ${MEDIA_RETRY_WINDOW_MS} * interval '1 millisecond'
+              then 'failed' else 'pending' end,
+            media_next_at = case
+              when now() >= created_at + ${MEDIA_RETRY_WINDOW_MS} * interval '1 millisecond'
+              then null
+              else least(now() + ${waitMs} * interval '1 millisecond',
+                created_at + ${MEDIA_RETRY_WINDOW_MS} * interval '1 millisecond') end
+        where workspace_id = ${row.workspaceId} and id = ${row.id}
+          and media_state = 'pending' and media_attempts = ${row.attempt}
+        returning media_state`)) as unknown as { media_state: MediaState }[];
+      if (updated?.media_state !== 'failed') return;
+      await recordChatEvent(tx, {
+        workspaceId: row.workspaceId,
+        name: MEDIA_SETTLED,
+        conversationId: row.conversationId,
+        data: { message_id: row.id, media_state: 'failed' },
+      });
+    });
+    log.warn(
+      { messageId: row.id, attempt: row.attempt, error: text },
+      'chat media download failed; retrying later',
+    );
+  }
+
+  /** The claim loop running now, if any: stop() waits for it before the downloads. */
+  let claimRun: Promise<void> | null = null;
+
+  function tick(): Promise<void> {
+    if (stopped) return Promise.resolve();
+    if (claiming) {
+      again = true;
+      return Promise.resolve();
+    }
+    claiming = true;
+    claimRun = claimDue().finally(() => {
+      claiming = false;
+      claimRun = null;
+    });
+    return claimRun;
+  }
+
+  async function claimDue(): Promise<void> {
+    try {
+      do {
+        again = false;
+        const room = CONCURRENCY - inFlight.size;
+        if (room <= 0 || stopped) break;
+        const rows = await claim(room);
+        for (const row of rows) {
+          const job: Promise<void> = attempt(row)
+            .catch((error: unknown) =>
+              log.error({ err: error, messageId: row.id }, 'chat media outcome not recorded'),
+            )
+            .finally(() => {
+              inFlight.delete(job);
+              void tick();
+            });
+          inFlight.add(job);
+        }
+        if (rows.length === room) again = true;
+      } while (again);
+    } catch (error) {
+      if (!stopped) log.error({ err: error }, 'chat media worker could not claim downloads');
+    }
+  }
+
+  const timer = setInterval(() => void tick(), POLL_MS);
+  timer.unref();
+  void tick();
+
+  const worker: MediaWorker = {
+    wake: () => void tick(),
+    async stop() {
+      stopped = true;
+      clearInterval(timer);
+      if (current === worker) current = null;
+      // Rows a claim in progress takes are started before it ends: wait for it first.
+      await claimRun;
+      await Promise.allSettled([...inFlight]);
+    },
+  };
+  current = worker;
+  return worker;
+}
+
+/**
+ * One GET with the bearer under a timeout: `read` judges a 2xx answer (and may abort the
+ * rest of it); anything else is a MediaFailure naming the step, never the URL (it may
+ * carry a token) or the bearer.
+ */
+async function request<T>(
+  step: 'lookup' | 'download',
+  url: string,
+  headers: Record<string, string>,
+  timeoutMs: number,
+  read: (response: Response, abort: () => void) => Promise<T>,
+): Promise<T> {
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(), timeoutMs);
+  try {
+    let response: Response;
+    try {
+      response = await fetch(url, { headers, signal: controller.signal });
+    } catch (error) {
+      throw new MediaFailure(`${step} failed: ${describe(error)}`);
+    }
+    if (!response.ok) {
+      const code = await graphErrorCode(response);
+      controller.abort();
+      throw new MediaFailure(
+        `${step} answered ${response.status}${code === null ? '' : ` (code ${code})`}`,
+      );
+    }
+    try {
+      return await read(response, () => controller.abort());
+    } catch (error) {
+      if (error instanceof MediaFailure) throw error;
+      throw new MediaFailure(
+        controller.signal.aborted ? `${step} timed out` : `${step} failed: ${describe(error)}`,
+      );
+    }
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** The platform error's numeric code, if the body is one (read at most a few KiB). */
+async function graphErrorCode(response: Response): Promise<number | null> {
+  const type = response.headers.get('content-type') ?? '';
+  if (!type.includes('json') || Number(response.headers.get('content-length')) > 16_384) {
+    return null;
+  }
+  const body = (await response.json().catch(() => null)) as { error?: { code?: unknown } } | null;
+  return typeof body?.error?.code === 'number' ? body.error.code : null;
+}
+
+/** An error's kind in a few words: a network code, an abort, never a URL. */
+function describe(error: unknown): string {
+  if (!(error instanceof Error)) return 'unknown error';
+  if (error.name === 'AbortError') return 'timed out';
+  const cause = error.cause as { code?: unknown } | undefined;
+  if (typeof cause?.code === 'string') return `${error.message} (${cause.code})`;
+  return error.message.replace(/https?:\/\/\S+/g, '<url>').slice(0, ERROR_MAX);
+}
+
+const COPY_SIGNATURE = Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1');
+
+function field(bytes: Buffer): Buffer {
+  const length = Buffer.alloc(4);
+  length.writeInt32BE(bytes.length);
+  return Buffer.concat([length, bytes]);
+}
+
+/**
+ * One chat_media row in COPY's binary format (header, the tuple, trailer): the fixed
+ * fields, then the bytea's length and the file's chunks as they arrived.
+ */
+function* binaryTuple(
+  row: Claimed,
+  file: { contentType: string; size: number; sha256: string; chunks: Uint8Array[] },
+): Generator<Buffer | Uint8Array> {
+  const header = Buffer.alloc(8 + 2); // flags, extension length, field count
+  header.writeInt16BE(6, 8);
+  const size = Buffer.alloc(8);
+  size.writeBigInt64BE(BigInt(file.size));
+  const bytesLength = Buffer.alloc(4);
+  bytesLength.writeInt32BE(file.size);
+  yield Buffer.concat([
+    COPY_SIGNATURE,
+    header,
+    field(Buffer.from(row.workspaceId.replace(/-/g, ''), 'hex')),
+    field(Buffer.from(row.id.replace(/-/g, ''), 'hex')),
+    field(Buffer.from(file.contentType, 'utf8')),
+    field(size),
+    field(Buffer.from(file.sha256, 'utf8')),
+    bytesLength,
+  ]);
+  for (const chunk of file.chunks) yield chunk;
+  const trailer = Buffer.alloc(2);
+  trailer.writeInt16BE(-1);
+  yield trailer;
+}
