@@ -6,7 +6,9 @@
 //  - `me` through a token and through a session (a credential read per request);
 //  - sign-in latency (argon2id verification), one at a time;
 //  - a page of 200 contacts with 20 custom field values each (scripts/bench/fields.ts);
-//  - importing 50,000 rows from CSV and .xlsx against COPY (scripts/bench/import.ts).
+//  - importing 50,000 rows from CSV and .xlsx against COPY (scripts/bench/import.ts);
+//  - signed chat webhook messages at a fixed rate against a bare handler writing the same
+//    row (scripts/bench/chat.ts). BENCH_ONLY=chat runs that scenario alone.
 import { createServer } from 'node:http';
 import { buildCatalogue } from '../../src/auth/access.js';
 import { parseSecret } from '../../src/auth/secrets.js';
@@ -15,6 +17,7 @@ import { createApiToken } from '../../src/auth/tokens.js';
 import { createDatabase } from '../../src/db/client.js';
 import { createAccount } from '../../src/users/service.js';
 import { createWorkspace } from '../../src/workspaces/service.js';
+import { CHAT_ENV, chatScenario } from './chat.js';
 import { fieldsRows, seedFields } from './fields.js';
 import { importScenario } from './import.js';
 import { freePort, load, report, scratchDatabase, startServe } from './support.js';
@@ -126,93 +129,105 @@ async function loginLatency(url: string, rounds: number) {
   };
 }
 
+const only = process.env.BENCH_ONLY;
+if (only && only !== 'chat') throw new Error(`BENCH_ONLY=${only}: only "chat" is known`);
+
 const db = await scratchDatabase();
 try {
-  const cold = await startServe({ SVC_DATABASE_URL: db.url });
-  await cold.stop();
-  const service = await startServe({ SVC_DATABASE_URL: db.url });
+  const cold = only ? null : await startServe({ SVC_DATABASE_URL: db.url });
+  await cold?.stop();
+  const service = await startServe({ SVC_DATABASE_URL: db.url, ...CHAT_ENV });
   try {
     const { token: token_, cookie } = await credentials(db.url);
     const graph = `${service.url}/api/graphql`;
-    const version = JSON.stringify({ query: '{ version }' });
-    const me = JSON.stringify({ query: '{ me { id name role } }' });
-    const answer = await (
-      await fetch(graph, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', authorization: `Bearer ${token_}` },
-        body: version,
-      })
-    ).text();
-    const baseline = await baselineServer(answer);
+    if (!only) {
+      const version = JSON.stringify({ query: '{ version }' });
+      const me = JSON.stringify({ query: '{ me { id name role } }' });
+      const answer = await (
+        await fetch(graph, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${token_}` },
+          body: version,
+        })
+      ).text();
+      const baseline = await baselineServer(answer);
 
-    console.log(
-      `svc serve to ready: ${cold.readyMs.toFixed(0)} ms on an empty database (all migrations), ${service.readyMs.toFixed(0)} ms with migrations current`,
-    );
-    const login = await loginLatency(service.url, 40);
-    console.log(
-      `login (argon2id m=19456 t=2 p=1), one at a time: p50 ${login.p50.toFixed(1)} ms, p99 ${login.p99.toFixed(1)} ms`,
-    );
-    console.log(
-      `load: ${connections} connections, ${seconds} s each, one machine (load generator shares the cores)\n`,
-    );
-    const base = await load('baseline node:http, same JSON', {
-      url: baseline.url,
-      body: version,
-      connections,
-      seconds,
-    });
-    const meBaseline = await baselineMe(db.url);
-    const token = { authorization: `Bearer ${token_}` };
-    const rows = [
-      base,
-      await load('svc { version } (token)', {
-        url: graph,
+      console.log(
+        `svc serve to ready: ${cold!.readyMs.toFixed(0)} ms on an empty database (all migrations), ${service.readyMs.toFixed(0)} ms with migrations current`,
+      );
+      const login = await loginLatency(service.url, 40);
+      console.log(
+        `login (argon2id m=19456 t=2 p=1), one at a time: p50 ${login.p50.toFixed(1)} ms, p99 ${login.p99.toFixed(1)} ms`,
+      );
+      console.log(
+        `load: ${connections} connections, ${seconds} s each, one machine (load generator shares the cores)\n`,
+      );
+      const base = await load('baseline node:http, same JSON', {
+        url: baseline.url,
         body: version,
-        headers: token,
         connections,
         seconds,
-      }),
-      await load('baseline node:http + SQL of me by token', {
-        url: meBaseline.url,
-        body: me,
-        headers: token,
+      });
+      const meBaseline = await baselineMe(db.url);
+      const token = { authorization: `Bearer ${token_}` };
+      const rows = [
+        base,
+        await load('svc { version } (token)', {
+          url: graph,
+          body: version,
+          headers: token,
+          connections,
+          seconds,
+        }),
+        await load('baseline node:http + SQL of me by token', {
+          url: meBaseline.url,
+          body: me,
+          headers: token,
+          connections,
+          seconds,
+        }),
+        await load('svc { me } (token)', {
+          url: graph,
+          body: me,
+          headers: token,
+          connections,
+          seconds,
+        }),
+        await load('svc { me } (session cookie)', {
+          url: graph,
+          body: me,
+          headers: { cookie },
+          connections,
+          seconds,
+        }),
+      ];
+      await meBaseline.close();
+      report(rows, base);
+      await seedFields(db.url, graph, token_);
+      const [fieldsBase, fieldsSvc] = await fieldsRows({
+        databaseUrl: db.url,
+        graph,
+        token: token_,
         connections,
         seconds,
-      }),
-      await load('svc { me } (token)', {
-        url: graph,
-        body: me,
-        headers: token,
-        connections,
-        seconds,
-      }),
-      await load('svc { me } (session cookie)', {
-        url: graph,
-        body: me,
-        headers: { cookie },
-        connections,
-        seconds,
-      }),
-    ];
-    await meBaseline.close();
-    report(rows, base);
-    await seedFields(db.url, graph, token_);
-    const [fieldsBase, fieldsSvc] = await fieldsRows({
+      });
+      console.log('');
+      report([fieldsBase, fieldsSvc], fieldsBase);
+      await importScenario({
+        databaseUrl: db.url,
+        graph,
+        token: token_,
+        pid: service.child.pid as number,
+      });
+      await baseline.close();
+    }
+    await chatScenario({
       databaseUrl: db.url,
       graph,
-      token: token_,
-      connections,
-      seconds,
-    });
-    console.log('');
-    report([fieldsBase, fieldsSvc], fieldsBase);
-    await importScenario({
-      databaseUrl: db.url,
-      graph,
+      serviceUrl: service.url,
       token: token_,
       pid: service.child.pid as number,
     });
-    await baseline.close();
   } finally {
     // A failed scenario must not leave `svc serve` running.
     await service.stop();
