@@ -502,6 +502,37 @@ describe('the media route', () => {
     expect(anonymous.status).toBe(401);
   });
 
+  test('a user holding SVC_STREAMS_PER_USER downloads gets 429 with Retry-After; the webhook stays open', async () => {
+    const big = await storedFile(randomBytes(8 * 1024 * 1024), 'video/mp4', 'clip.mp4');
+    // Five downloads whose bodies are not read stay open (the stream waits on the client).
+    const open = await Promise.all(
+      Array.from({ length: 5 }, () => fetch(mediaUrl(svc.url, big), { headers: svc.adminHeaders })),
+    );
+    try {
+      expect(open.map((response) => response.status)).toEqual([200, 200, 200, 200, 200]);
+      const refused = await fetch(mediaUrl(svc.url, big), { headers: svc.adminHeaders });
+      expect(refused.status).toBe(429);
+      expect(refused.headers.get('retry-after')).toMatch(/^\d+$/);
+      await refused.body?.cancel();
+      // Public paths are exempt: the platform's webhook is still answered.
+      const handshake = await fetch(`${svc.url}/api/plugins/chat/webhook?hub.mode=subscribe`);
+      expect(handshake.status).toBe(403); // no verify token in this service: refused, not 429
+    } finally {
+      await Promise.all(open.map((response) => response.body?.cancel()));
+    }
+    // The slots come back as the server sees each client go: the next tests start after.
+    const deadline = Date.now() + 10_000;
+    let status = 429;
+    while (status === 429 && Date.now() < deadline) {
+      const response = await fetch(mediaUrl(svc.url, big), {
+        method: 'HEAD',
+        headers: svc.adminHeaders,
+      });
+      status = response.status;
+    }
+    expect(status).toBe(200);
+  });
+
   // Last in this file's service: a second workspace ends the environment line's single
   // workspace, so the first is connected with its own line before it is made.
   test("another workspace's caller gets 404 for this workspace's media, and its own works", async () => {
