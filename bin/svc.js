@@ -14,5 +14,10 @@ if (major < 22 || (major === 22 && minor < 18)) {
   process.exit(1);
 }
 
+// `svc serve` is the production process: graphql-js drops its development checks (a
+// cross-realm instanceof walk on every type test) only when NODE_ENV says production, and
+// reads it once, at import. An operator's own NODE_ENV stands.
+if (process.argv[2] === 'serve') process.env.NODE_ENV ??= 'production';
+
 register();
 await import('../src/cli/main.ts');

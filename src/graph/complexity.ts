@@ -97,6 +97,11 @@ export function costs(complexity: FieldComplexity): { complexity: FieldComplexit
   return { complexity };
 }
 
+/** Variables longer than this (as JSON) are walked every time rather than remembered. */
+const CACHED_KEY_MAX = 1024;
+/** Distinct operation names and variables remembered per document. */
+const CACHED_PER_DOCUMENT = 64;
+
 /** Options of {@link useComplexityLimit}. */
 export interface ComplexityLimitOptions {
   /**
@@ -121,15 +126,32 @@ export interface ComplexityLimitOptions {
  */
 export function useComplexityLimit(options: ComplexityLimitOptions): Plugin {
   const limit = options.limit ?? 2500;
+  // Yoga hands the same parsed document to every request of the same query text, so a
+  // document's cost is walked once per operation name and variables (small ones only).
+  const known = new WeakMap<DocumentNode, Map<string, number>>();
+  const complexityOf = (args: CheckedArgs): number => {
+    const walk = () =>
+      operationComplexity({
+        schema: args.schema,
+        document: args.document,
+        operationName: args.operationName,
+        variables: args.variableValues,
+        defaultPageSize: options.defaultPageSize,
+        ...(options.rootCosts ? { rootCosts: options.rootCosts } : {}),
+      });
+    const key = `${args.operationName ?? ''}\u0000${JSON.stringify(args.variableValues ?? {})}`;
+    if (key.length > CACHED_KEY_MAX) return walk();
+    let costs = known.get(args.document);
+    if (!costs) known.set(args.document, (costs = new Map()));
+    let complexity = costs.get(key);
+    if (complexity === undefined) {
+      if (costs.size >= CACHED_PER_DOCUMENT) costs.clear();
+      costs.set(key, (complexity = walk()));
+    }
+    return complexity;
+  };
   const check = (args: CheckedArgs): ExecutionResult | undefined => {
-    const complexity = operationComplexity({
-      schema: args.schema,
-      document: args.document,
-      operationName: args.operationName,
-      variables: args.variableValues,
-      defaultPageSize: options.defaultPageSize,
-      ...(options.rootCosts ? { rootCosts: options.rootCosts } : {}),
-    });
+    const complexity = complexityOf(args);
     if (complexity <= limit) return undefined;
     const error = refuse(
       'complexity_limit_exceeded',

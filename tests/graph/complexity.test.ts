@@ -296,11 +296,15 @@ function testYoga(options: { limit?: number } = {}) {
     plugins: [useComplexityLimit({ ...options, defaultPageSize: 50, retryAfterSeconds: 30 })],
     logging: false,
   });
-  const post = (query: string, headers: Record<string, string> = {}) =>
+  const post = (
+    query: string,
+    headers: Record<string, string> = {},
+    variables?: Record<string, unknown>,
+  ) =>
     yoga.fetch('http://yoga/graphql', {
       method: 'POST',
       headers: { 'content-type': 'application/json', ...headers },
-      body: JSON.stringify({ query }),
+      body: JSON.stringify({ query, variables }),
     });
   return { post, calls };
 }
@@ -331,6 +335,21 @@ describe('useComplexityLimit', () => {
         },
       ],
     });
+  });
+
+  test('one query text is judged by each request’s own variables (its cost is remembered per variables)', async () => {
+    const { post } = testYoga();
+    const query =
+      'query ($n: Int) { contacts(first: $n) { edges { node { id tasks(first: 200) { id } } } } }';
+    for (const [n, status] of [
+      [1, 200],
+      [200, 429],
+      [1, 200],
+      [2, 200],
+      [200, 429],
+    ] as const) {
+      expect({ n, status: (await post(query, {}, { n })).status }).toEqual({ n, status });
+    }
   });
 
   test('an operation over the limit runs no resolver', async () => {
