@@ -1,6 +1,14 @@
 // Reading conversations and their messages, newest first, paged by `before` (an id).
 import { and, desc, eq, inArray, sql, type SQL } from 'drizzle-orm';
-import { contacts, pageSize, refuse, signedIn, type Context } from '../../src/plugin-sdk/index.js';
+import {
+  contacts,
+  loaderFamily,
+  pageSize,
+  refuse,
+  signedIn,
+  type Context,
+  type Db,
+} from '../../src/plugin-sdk/index.js';
 import {
   chatConversations,
   chatMessages,
@@ -84,7 +92,10 @@ export async function listConversations(
   return conversationsWhere(ctx, before, limit);
 }
 
-/** `ChatConversation.messages(first, before)`: newest first. */
+/**
+ * `ChatConversation.messages(first, before)`: newest first. Without `before`, one loader
+ * per request and page size reads a whole page of conversations' messages at once.
+ */
 export async function conversationMessages(
   ctx: Context,
   conversationId: string,
@@ -92,11 +103,9 @@ export async function conversationMessages(
 ): Promise<ChatMessage[]> {
   const { workspaceId } = signedIn(ctx);
   const limit = pageSize(args.first, ctx.config);
-  const before = args.before
-    ? sql`(${chatMessages.sentAt}, ${chatMessages.id}) < (
-        select sent_at, id from chat_messages
-        where workspace_id = ${workspaceId} and id = ${args.before})`
-    : undefined;
+  if (!args.before) {
+    return ctx.loaders.of(messageLoaders).messagesOf(limit).load(conversationId);
+  }
   return ctx.database.db
     .select()
     .from(chatMessages)
@@ -104,11 +113,58 @@ export async function conversationMessages(
       and(
         eq(chatMessages.workspaceId, workspaceId),
         eq(chatMessages.conversationId, conversationId),
-        before,
+        sql`(${chatMessages.sentAt}, ${chatMessages.id}) < (
+          select sent_at, id from chat_messages
+          where workspace_id = ${workspaceId} and id = ${args.before})`,
       ),
     )
     .orderBy(desc(chatMessages.sentAt), desc(chatMessages.id))
     .limit(limit);
+}
+
+/** A request's message loaders (the SDK's `ctx.loaders.of`). */
+function messageLoaders(db: Db, workspaceId: string) {
+  return {
+    messagesOf: loaderFamily(
+      (conversationIds, limit: number) => latestMessages(db, workspaceId, conversationIds, limit),
+      (message) => message.conversationId,
+    ),
+  };
+}
+
+/**
+ * The newest `limit` messages of each conversation: a lateral walk of the conversation
+ * index picks their ids (bounded per conversation), then one read fetches them.
+ */
+async function latestMessages(
+  db: Db,
+  workspaceId: string,
+  conversationIds: readonly string[],
+  limit: number,
+): Promise<ChatMessage[]> {
+  const picked = await db.execute<{ id: string }>(sql`
+    select m.id
+    from unnest(${`{${conversationIds.join(',')}}`}::uuid[]) as c(id)
+    cross join lateral (
+      select id from chat_messages
+      where workspace_id = ${workspaceId} and conversation_id = c.id
+      order by sent_at desc, id desc
+      limit ${limit}
+    ) m`);
+  if (picked.length === 0) return [];
+  return db
+    .select()
+    .from(chatMessages)
+    .where(
+      and(
+        eq(chatMessages.workspaceId, workspaceId),
+        inArray(
+          chatMessages.id,
+          picked.map((row) => row.id),
+        ),
+      ),
+    )
+    .orderBy(desc(chatMessages.sentAt), desc(chatMessages.id));
 }
 
 /** One message of the workspace (a subscription's arrival). */

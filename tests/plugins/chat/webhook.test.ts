@@ -257,6 +257,25 @@ describe('inbound messages', () => {
     expect(message).toMatchObject({ type, content: shown, direction: 'in' });
   });
 
+  test('a page of conversations lists each one’s own newest messages', async () => {
+    const peers = [sender(), sender(), sender()];
+    // Later than any other test's messages, so these three lead the page.
+    const later = Math.floor(Date.now() / 1000) + 86_400;
+    for (const [i, peer] of peers.entries()) {
+      await h.deliver(text(peer, `first of ${i}`, { timestamp: later + i }));
+      await h.deliver(text(peer, `second of ${i}`, { timestamp: later + 100 + i }));
+    }
+    const { body } = await h.svc.graph(
+      '{ chatConversations(first: 3) { contact { name } messages(first: 1) { content } } }',
+      {},
+    );
+    expect(
+      dataOf<{ messages: { content: string }[] }[]>(body, 'chatConversations').map((c) =>
+        c.messages.map((m) => m.content),
+      ),
+    ).toEqual([['second of 2'], ['second of 1'], ['second of 0']]);
+  });
+
   test('a payload for a number no workspace holds is answered 200 and stored nowhere', async () => {
     const before = await messageCount();
     const answer = await h.deliver(
