@@ -17,6 +17,7 @@ if (major < 22 || (major === 22 && minor < 18)) {
 // `svc serve` is the production process: graphql-js drops its development checks (a
 // cross-realm instanceof walk on every type test) only when NODE_ENV says production, and
 // reads it once, at import. An operator's own NODE_ENV stands.
+// eslint-disable-next-line n/no-process-env -- before any import reads it; config comes later
 if (process.argv[2] === 'serve') process.env.NODE_ENV ??= 'production';
 
 register();
