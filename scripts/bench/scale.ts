@@ -8,26 +8,62 @@
 //    and `contact(id)` with identities and tasks;
 //  - prints EXPLAIN (ANALYZE, BUFFERS) of the search and first-page statements and the
 //    peak RSS (VmHWM) of the `svc serve` process.
+// The baseline runs in its own process (scale-baseline.ts), as the service and the load
+// generator do, and the two alternate over BENCH_ROUNDS rounds (2).
 // BENCH_CONTACTS, BENCH_SECONDS (10), BENCH_CONNECTIONS (16, below
 // SVC_GRAPH_OPERATIONS_PER_USER), BENCH_KEEP=1 keeps the database.
+import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { createServer, type IncomingMessage } from 'node:http';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
 import postgres from 'postgres';
 import { buildCatalogue } from '../../src/auth/access.js';
-import { parseSecret, secretMatches } from '../../src/auth/secrets.js';
 import { createApiToken } from '../../src/auth/tokens.js';
 import { createDatabase } from '../../src/db/client.js';
+import { encodeCursor } from '../../src/paging/index.js';
+import { containing } from './scale-baseline.js';
 import { migrate, seed } from './scale-data.js';
-import { freePort, load, report, scratchDatabase, startServe, type LoadResult } from './support.js';
-import { decodeCursor, encodeCursor } from '../../src/paging/index.js';
+import { load, report, root, scratchDatabase, startServe, type LoadResult } from './support.js';
 
 const CONTACTS = Number(process.env.BENCH_CONTACTS ?? 1_000_000);
 const TASKS = Number(process.env.BENCH_TASKS ?? CONTACTS);
 const seconds = Number(process.env.BENCH_SECONDS ?? 10);
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 16);
-const PAGE = 50;
-/** The service's pool (createDatabase's default); the baseline gets the same. */
-const POOL = 10;
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
+
+/**
+ * The bare baseline (scale-baseline.ts) in a process of its own, as the service runs in
+ * one: sharing the load generator's event loop flattered the service.
+ */
+async function spawnBaseline(
+  databaseUrl: string,
+): Promise<{ url: string; close(): Promise<void> }> {
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', path.join(root, 'scripts/bench/scale-baseline.ts')],
+    {
+      cwd: root,
+      env: { ...process.env, BENCH_DATABASE_URL: databaseUrl },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
+  const lines = createInterface({ input: child.stdout });
+  for await (const line of lines) {
+    const url = /^listening (\S+)$/.exec(line)?.[1];
+    if (url) {
+      return {
+        url,
+        close: () =>
+          new Promise<void>((resolve) => {
+            if (child.exitCode !== null) return resolve();
+            child.once('exit', () => resolve());
+            child.kill('SIGTERM');
+          }),
+      };
+    }
+  }
+  throw new Error(`the baseline exited with ${child.exitCode}`);
+}
 
 /**
  * Defining and archiving a custom field on the seeded workspace, one at a time: each
@@ -64,214 +100,6 @@ async function definitionTimes(graph: string, headers: Record<string, string>) {
   );
 }
 
-// ---------------------------------------------------------------------------- baseline
-
-type Sql = postgres.Sql;
-
-/** `%fragment%` for LIKE with `%`, `_`, `\` literal (as src/contacts/queries.ts). */
-function containing(fragment: string): string {
-  return `%${fragment.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
-}
-
-/** The contacts filter of src/contacts/queries.ts for `q`. */
-function qFilter(sql: Sql, workspaceId: string, q: string | undefined) {
-  const trimmed = q?.trim();
-  if (!trimmed) return sql``;
-  const pattern = containing(trimmed.toLowerCase());
-  const digits = trimmed.replace(/\D/g, '');
-  const byDigits =
-    digits.length >= 3 ? sql`or identifier_digits like ${containing(digits)}` : sql``;
-  return sql`and id = any(array(
-    select id from contacts where workspace_id = ${workspaceId} and lower(name) like ${pattern}
-    union
-    select contact_id from contact_identities
-    where workspace_id = ${workspaceId} and (lower(display_name) like ${pattern} ${byDigits})))`;
-}
-
-const identityColumns = (sql: Sql) =>
-  sql`workspace_id, id, contact_id, channel, identifier, identifier_key, identifier_digits, display_name, created_at`;
-
-const contactColumns = (sql: Sql) => sql`workspace_id, id, name, created_at, updated_at`;
-
-/**
- * The statements the service runs for each benchmarked request, served as JSON by a bare
- * node:http handler: the token lookup (src/auth/credentials.ts), then the page, count,
- * identity and task reads of src/contacts and src/tasks.
- */
-async function baselineServer(databaseUrl: string) {
-  const port = await freePort();
-  const database = createDatabase(databaseUrl, { max: POOL });
-  const sql = database.sql;
-
-  async function actor(req: IncomingMessage) {
-    const parsed = parseSecret('a1_', (req.headers.authorization ?? '').slice(7));
-    if (!parsed) return null;
-    const [row] = await sql<{ secret_hash: Buffer; user_id: string }[]>`
-      select t.secret_hash, t.name, t.scopes, t.last_used_at, u.id as user_id, u.role
-      from api_tokens t
-      join users u on u.workspace_id = t.workspace_id and u.id = t.user_id
-      join workspaces w on w.id = t.workspace_id
-      where t.workspace_id = ${parsed.workspaceId} and t.id = ${parsed.id} and t.revoked_at is null
-        and (t.expires_at is null or t.expires_at > now()) and u.disabled_at is null
-        and w.deactivated_at is null`;
-    if (!row || !secretMatches(row.secret_hash, parsed.secret)) return null;
-    return { workspaceId: parsed.workspaceId, userId: row.user_id };
-  }
-
-  async function identitiesOf(workspaceId: string, ids: string[]) {
-    if (ids.length === 0) return new Map<string, unknown[]>();
-    const rows = await sql<{ contact_id: string; channel: string; identifier: string }[]>`
-      select ${identityColumns(sql)} from contact_identities
-      where workspace_id = ${workspaceId} and contact_id in ${sql(ids)}
-      order by created_at asc, id asc`;
-    const byContact = new Map<string, unknown[]>(ids.map((id) => [id, []]));
-    for (const row of rows) {
-      byContact.get(row.contact_id)?.push({ channel: row.channel, identifier: row.identifier });
-    }
-    return byContact;
-  }
-
-  type Vars = Record<string, string | undefined>;
-  const handlers: Record<string, (ws: string, userId: string, v: Vars) => Promise<unknown>> = {
-    async contactPage(ws, _user, v) {
-      const filter = qFilter(sql, ws, v.q);
-      const [items, [count]] = await Promise.all([
-        sql<{ id: string; name: string }[]>`
-          select ${contactColumns(sql)} from contacts where workspace_id = ${ws} ${filter}
-          order by lower(name) asc, id asc limit ${PAGE} offset ${0}`,
-        v.q?.trim()
-          ? sql<{ total: number }[]>`select count(*)::int as total from contacts
-              where workspace_id = ${ws} ${filter}`
-          : sql<{ total: number }[]>`select contacts as total from workspace_counts
-              where workspace_id = ${ws}`,
-      ]);
-      const identities = await identitiesOf(
-        ws,
-        items.map((c) => c.id),
-      );
-      return {
-        contactPage: {
-          total: Number(count?.total ?? 0),
-          items: items.map((c) => ({ id: c.id, name: c.name, identities: identities.get(c.id) })),
-        },
-      };
-    },
-    async contacts(ws, _user, v) {
-      let position = sql``;
-      if (v.after) {
-        const [sortName, id] = decodeCursor('contacts', v.after, 2) as [string, string];
-        position = sql`and (lower(name), id) > (${sortName}, ${id})`;
-      }
-      const rows = await sql<{ id: string; name: string; sort_name: string }[]>`
-        select ${contactColumns(sql)}, lower(name) as sort_name from contacts
-        where workspace_id = ${ws} ${position}
-        order by lower(name) asc, id asc limit ${PAGE + 1}`;
-      const page = rows.slice(0, PAGE);
-      const identities = await identitiesOf(
-        ws,
-        page.map((c) => c.id),
-      );
-      const edges = page.map((c) => ({
-        cursor: encodeCursor('contacts', [c.sort_name, c.id]),
-        node: { id: c.id, name: c.name, identities: identities.get(c.id) },
-      }));
-      return {
-        contacts: {
-          edges,
-          pageInfo: { hasNextPage: rows.length > PAGE, endCursor: edges.at(-1)?.cursor ?? null },
-        },
-      };
-    },
-    async tasks(ws, userId, v) {
-      const rows = await sql<{ id: string; title: string; due_on: string; status: string }[]>`
-        select * from tasks
-        where workspace_id = ${ws} and assignee_id = ${userId} and due_on = ${v.date as string}
-          and status = ${'open'}
-        order by due_on asc nulls last, id asc limit ${PAGE + 1}`;
-      const page = rows.slice(0, PAGE);
-      const edges = page.map((t) => ({
-        cursor: encodeCursor('tasks', [String(t.due_on), t.id]),
-        node: { id: t.id, title: t.title, dueOn: t.due_on, status: t.status },
-      }));
-      return {
-        tasks: {
-          edges,
-          pageInfo: { hasNextPage: rows.length > PAGE, endCursor: edges.at(-1)?.cursor ?? null },
-        },
-      };
-    },
-    async contact(ws, _user, v) {
-      const id = v.id as string;
-      const [contact] = await sql<{ id: string; name: string }[]>`
-        select ${contactColumns(sql)} from contacts where workspace_id = ${ws} and id = ${id}`;
-      if (!contact) return { contact: null };
-      const [identities, tasks] = await Promise.all([
-        identitiesOf(ws, [id]),
-        sql<{ id: string; title: string; due_on: string; status: string }[]>`
-          select tasks.* from tasks
-          inner join (
-            select id, row_number() over (partition by contact_id order by due_on asc nulls last, id) as rank
-            from tasks where workspace_id = ${ws} and contact_id in ${sql([id])} and status = ${'open'}
-          ) ranked on ranked.id = tasks.id
-          where tasks.workspace_id = ${ws} and ranked.rank <= ${PAGE}
-          order by tasks.due_on asc nulls last, tasks.id asc`,
-      ]);
-      return {
-        contact: {
-          id: contact.id,
-          name: contact.name,
-          identities: identities.get(id),
-          tasks: tasks.map((t) => ({
-            id: t.id,
-            title: t.title,
-            dueOn: t.due_on,
-            status: t.status,
-          })),
-        },
-      };
-    },
-  };
-
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
-      void (async () => {
-        try {
-          const who = await actor(req);
-          if (!who) return res.writeHead(401).end();
-          const { variables } = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
-            variables?: Vars;
-          };
-          const handler = handlers[(req.url ?? '/').slice(1)];
-          if (!handler) return res.writeHead(404).end();
-          const body = JSON.stringify({
-            data: await handler(who.workspaceId, who.userId, variables ?? {}),
-          });
-          res.writeHead(200, {
-            'content-type': 'application/json',
-            'content-length': Buffer.byteLength(body),
-          });
-          res.end(body);
-        } catch (error) {
-          console.error(error);
-          res.writeHead(500).end();
-        }
-      })();
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
-  return {
-    url: `http://127.0.0.1:${port}`,
-    close: async () => {
-      const closed = new Promise((r) => server.close(r));
-      server.closeAllConnections();
-      await closed;
-      await database.close();
-    },
-  };
-}
-
 // ---------------------------------------------------------------------------- run
 
 const CONTACT_FIELDS = 'id name identities { channel identifier }';
@@ -281,6 +109,8 @@ const queries = {
   tasks: `query ($date: Date!) { tasks(date: $date) { edges { cursor node { id title dueOn status } } pageInfo { hasNextPage endCursor } } }`,
   contact: `query ($id: UUID!) { contact(id: $id) { ${CONTACT_FIELDS} tasks { id title dueOn status } } }`,
 };
+
+type Sql = postgres.Sql;
 
 interface Scenario {
   name: string;
@@ -398,7 +228,7 @@ try {
   ];
 
   const service = await startServe({ SVC_DATABASE_URL: db.url });
-  const baseline = await baselineServer(db.url);
+  const baseline = await spawnBaseline(db.url);
   const graph = `${service.url}/api/graphql`;
   const headers = { authorization: `Bearer ${secret}` };
 
@@ -430,25 +260,37 @@ try {
   console.log(
     `\nload: ${connections} connections, ${seconds} s each, ${CONTACTS} contacts, one machine (load generator shares the cores)\n`,
   );
+  // Baseline and service alternate, scenario by scenario, over the rounds: drift on this
+  // shared machine falls on both, and the spread between rounds is reported.
   const rows: LoadResult[] = [];
   const pairs: Record<string, LoadResult> = {};
-  for (const s of scenarios) {
-    const body = JSON.stringify({ query: queries[s.field], variables: s.variables });
-    const base = await load(`  baseline: ${s.name}`, {
-      url: `${baseline.url}/${s.field}`,
-      body,
-      headers,
-      connections,
-      seconds,
-    });
-    const svc = await load(`svc: ${s.name}`, { url: graph, body, headers, connections, seconds });
-    pairs[svc.name] = base;
-    pairs[base.name] = base;
-    rows.push(base, svc);
-    report([base, svc], base, pairs);
+  const ratios: Record<string, number[]> = {};
+  for (let round = 1; round <= ROUNDS; round += 1) {
+    console.log(`round ${round} of ${ROUNDS}`);
+    for (const s of scenarios) {
+      const body = JSON.stringify({ query: queries[s.field], variables: s.variables });
+      const base = await load(`  baseline: ${s.name}`, {
+        url: `${baseline.url}/${s.field}`,
+        body,
+        headers,
+        connections,
+        seconds,
+      });
+      const svc = await load(`svc: ${s.name}`, { url: graph, body, headers, connections, seconds });
+      pairs[svc.name] = base;
+      pairs[base.name] = base;
+      rows.push(base, svc);
+      (ratios[s.name] ??= []).push(svc.requestsPerSecond / base.requestsPerSecond);
+      report([base, svc], base, pairs);
+    }
   }
-  console.log('\nall:');
-  report(rows, rows[0] as LoadResult, pairs);
+  console.log('\nservice / baseline (own processes), each round, and the spread:');
+  for (const [name, list] of Object.entries(ratios)) {
+    const shown = list.map((ratio) => ratio.toFixed(2)).join(' ');
+    console.log(
+      `  ${name.padEnd(44)} ${shown}   min ${Math.min(...list).toFixed(2)} max ${Math.max(...list).toFixed(2)}`,
+    );
+  }
   console.log(`\nsvc serve peak memory: ${peakRss(service.child.pid as number)}`);
   await definitionTimes(graph, headers);
   await baseline.close();

@@ -1,0 +1,231 @@
+// The bare baseline of npm run bench:scale: the SQL the service runs for each benchmarked
+// request, served as JSON by a node:http handler with postgres.js. Run as its own process
+// (`node --import tsx scale-baseline.ts`, BENCH_DATABASE_URL set), so it shares no event
+// loop with the load generator: it prints `listening <url>` and serves until SIGTERM.
+import { createServer, type IncomingMessage } from 'node:http';
+import { pathToFileURL } from 'node:url';
+import type postgres from 'postgres';
+import { parseSecret, secretMatches } from '../../src/auth/secrets.js';
+import { createDatabase } from '../../src/db/client.js';
+import { decodeCursor, encodeCursor } from '../../src/paging/index.js';
+import { freePort } from './support.js';
+
+/** The service's pool (createDatabase's default); the baseline gets the same. */
+export const POOL = 10;
+const PAGE = 50;
+
+// ---------------------------------------------------------------------------- baseline
+
+type Sql = postgres.Sql;
+
+/** `%fragment%` for LIKE with `%`, `_`, `\` literal (as src/contacts/queries.ts). */
+export function containing(fragment: string): string {
+  return `%${fragment.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+}
+
+/** The contacts filter of src/contacts/queries.ts for `q`. */
+function qFilter(sql: Sql, workspaceId: string, q: string | undefined) {
+  const trimmed = q?.trim();
+  if (!trimmed) return sql``;
+  const pattern = containing(trimmed.toLowerCase());
+  const digits = trimmed.replace(/\D/g, '');
+  const byDigits =
+    digits.length >= 3 ? sql`or identifier_digits like ${containing(digits)}` : sql``;
+  return sql`and id = any(array(
+    select id from contacts where workspace_id = ${workspaceId} and lower(name) like ${pattern}
+    union
+    select contact_id from contact_identities
+    where workspace_id = ${workspaceId} and (lower(display_name) like ${pattern} ${byDigits})))`;
+}
+
+const identityColumns = (sql: Sql) =>
+  sql`workspace_id, id, contact_id, channel, identifier, identifier_key, identifier_digits, display_name, created_at`;
+
+const contactColumns = (sql: Sql) => sql`workspace_id, id, name, created_at, updated_at`;
+
+/**
+ * The statements the service runs for each benchmarked request, served as JSON by a bare
+ * node:http handler: the token lookup (src/auth/credentials.ts), then the page, count,
+ * identity and task reads of src/contacts and src/tasks.
+ */
+export async function baselineServer(databaseUrl: string) {
+  const port = await freePort();
+  const database = createDatabase(databaseUrl, { max: POOL });
+  const sql = database.sql;
+
+  async function actor(req: IncomingMessage) {
+    const parsed = parseSecret('a1_', (req.headers.authorization ?? '').slice(7));
+    if (!parsed) return null;
+    const [row] = await sql<{ secret_hash: Buffer; user_id: string }[]>`
+      select t.secret_hash, t.name, t.scopes, t.last_used_at, u.id as user_id, u.role
+      from api_tokens t
+      join users u on u.workspace_id = t.workspace_id and u.id = t.user_id
+      join workspaces w on w.id = t.workspace_id
+      where t.workspace_id = ${parsed.workspaceId} and t.id = ${parsed.id} and t.revoked_at is null
+        and (t.expires_at is null or t.expires_at > now()) and u.disabled_at is null
+        and w.deactivated_at is null`;
+    if (!row || !secretMatches(row.secret_hash, parsed.secret)) return null;
+    return { workspaceId: parsed.workspaceId, userId: row.user_id };
+  }
+
+  async function identitiesOf(workspaceId: string, ids: string[]) {
+    if (ids.length === 0) return new Map<string, unknown[]>();
+    const rows = await sql<{ contact_id: string; channel: string; identifier: string }[]>`
+      select ${identityColumns(sql)} from contact_identities
+      where workspace_id = ${workspaceId} and contact_id in ${sql(ids)}
+      order by created_at asc, id asc`;
+    const byContact = new Map<string, unknown[]>(ids.map((id) => [id, []]));
+    for (const row of rows) {
+      byContact.get(row.contact_id)?.push({ channel: row.channel, identifier: row.identifier });
+    }
+    return byContact;
+  }
+
+  type Vars = Record<string, string | undefined>;
+  const handlers: Record<string, (ws: string, userId: string, v: Vars) => Promise<unknown>> = {
+    async contactPage(ws, _user, v) {
+      const filter = qFilter(sql, ws, v.q);
+      const [items, [count]] = await Promise.all([
+        sql<{ id: string; name: string }[]>`
+          select ${contactColumns(sql)} from contacts where workspace_id = ${ws} ${filter}
+          order by lower(name) asc, id asc limit ${PAGE} offset ${0}`,
+        v.q?.trim()
+          ? sql<{ total: number }[]>`select count(*)::int as total from contacts
+              where workspace_id = ${ws} ${filter}`
+          : sql<{ total: number }[]>`select contacts as total from workspace_counts
+              where workspace_id = ${ws}`,
+      ]);
+      const identities = await identitiesOf(
+        ws,
+        items.map((c) => c.id),
+      );
+      return {
+        contactPage: {
+          total: Number(count?.total ?? 0),
+          items: items.map((c) => ({ id: c.id, name: c.name, identities: identities.get(c.id) })),
+        },
+      };
+    },
+    async contacts(ws, _user, v) {
+      let position = sql``;
+      if (v.after) {
+        const [sortName, id] = decodeCursor('contacts', v.after, 2) as [string, string];
+        position = sql`and (lower(name), id) > (${sortName}, ${id})`;
+      }
+      const rows = await sql<{ id: string; name: string; sort_name: string }[]>`
+        select ${contactColumns(sql)}, lower(name) as sort_name from contacts
+        where workspace_id = ${ws} ${position}
+        order by lower(name) asc, id asc limit ${PAGE + 1}`;
+      const page = rows.slice(0, PAGE);
+      const identities = await identitiesOf(
+        ws,
+        page.map((c) => c.id),
+      );
+      const edges = page.map((c) => ({
+        cursor: encodeCursor('contacts', [c.sort_name, c.id]),
+        node: { id: c.id, name: c.name, identities: identities.get(c.id) },
+      }));
+      return {
+        contacts: {
+          edges,
+          pageInfo: { hasNextPage: rows.length > PAGE, endCursor: edges.at(-1)?.cursor ?? null },
+        },
+      };
+    },
+    async tasks(ws, userId, v) {
+      const rows = await sql<{ id: string; title: string; due_on: string; status: string }[]>`
+        select * from tasks
+        where workspace_id = ${ws} and assignee_id = ${userId} and due_on = ${v.date as string}
+          and status = ${'open'}
+        order by due_on asc nulls last, id asc limit ${PAGE + 1}`;
+      const page = rows.slice(0, PAGE);
+      const edges = page.map((t) => ({
+        cursor: encodeCursor('tasks', [String(t.due_on), t.id]),
+        node: { id: t.id, title: t.title, dueOn: t.due_on, status: t.status },
+      }));
+      return {
+        tasks: {
+          edges,
+          pageInfo: { hasNextPage: rows.length > PAGE, endCursor: edges.at(-1)?.cursor ?? null },
+        },
+      };
+    },
+    async contact(ws, _user, v) {
+      const id = v.id as string;
+      const [contact] = await sql<{ id: string; name: string }[]>`
+        select ${contactColumns(sql)} from contacts where workspace_id = ${ws} and id = ${id}`;
+      if (!contact) return { contact: null };
+      const [identities, tasks] = await Promise.all([
+        identitiesOf(ws, [id]),
+        sql<{ id: string; title: string; due_on: string; status: string }[]>`
+          select tasks.* from tasks
+          inner join (
+            select id, row_number() over (partition by contact_id order by due_on asc nulls last, id) as rank
+            from tasks where workspace_id = ${ws} and contact_id in ${sql([id])} and status = ${'open'}
+          ) ranked on ranked.id = tasks.id
+          where tasks.workspace_id = ${ws} and ranked.rank <= ${PAGE}
+          order by tasks.due_on asc nulls last, tasks.id asc`,
+      ]);
+      return {
+        contact: {
+          id: contact.id,
+          name: contact.name,
+          identities: identities.get(id),
+          tasks: tasks.map((t) => ({
+            id: t.id,
+            title: t.title,
+            dueOn: t.due_on,
+            status: t.status,
+          })),
+        },
+      };
+    },
+  };
+
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      void (async () => {
+        try {
+          const who = await actor(req);
+          if (!who) return res.writeHead(401).end();
+          const { variables } = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
+            variables?: Vars;
+          };
+          const handler = handlers[(req.url ?? '/').slice(1)];
+          if (!handler) return res.writeHead(404).end();
+          const body = JSON.stringify({
+            data: await handler(who.workspaceId, who.userId, variables ?? {}),
+          });
+          res.writeHead(200, {
+            'content-type': 'application/json',
+            'content-length': Buffer.byteLength(body),
+          });
+          res.end(body);
+        } catch (error) {
+          console.error(error);
+          res.writeHead(500).end();
+        }
+      })();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: async () => {
+      const closed = new Promise((r) => server.close(r));
+      server.closeAllConnections();
+      await closed;
+      await database.close();
+    },
+  };
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  const url = process.env.BENCH_DATABASE_URL;
+  if (!url) throw new Error('BENCH_DATABASE_URL names the database to serve');
+  const server = await baselineServer(url);
+  console.log(`listening ${server.url}`);
+  process.once('SIGTERM', () => void server.close().then(() => process.exit(0)));
+}
