@@ -8,6 +8,7 @@ import type postgres from 'postgres';
 import { parseSecret, secretMatches } from '../../src/auth/secrets.js';
 import { createDatabase } from '../../src/db/client.js';
 import { decodeCursor, encodeCursor } from '../../src/paging/index.js';
+import { serviceVersion } from '../../src/meta/version.js';
 import { freePort } from './support.js';
 
 /** The service's pool (createDatabase's default); the baseline gets the same. */
@@ -149,6 +150,9 @@ export async function baselineServer(databaseUrl: string) {
           pageInfo: { hasNextPage: rows.length > PAGE, endCursor: edges.at(-1)?.cursor ?? null },
         },
       };
+    },
+    async version() {
+      return { version: serviceVersion };
     },
     async contact(ws, _user, v) {
       const id = v.id as string;

@@ -11,7 +11,8 @@
 // The baseline runs in its own process (scale-baseline.ts), as the service and the load
 // generator do, and the two alternate over BENCH_ROUNDS rounds (2).
 // BENCH_CONTACTS, BENCH_SECONDS (10), BENCH_CONNECTIONS (16, below
-// SVC_GRAPH_OPERATIONS_PER_USER), BENCH_KEEP=1 keeps the database.
+// SVC_GRAPH_OPERATIONS_PER_USER), BENCH_KEEP=1 keeps the database, BENCH_DATABASE names a
+// database kept earlier (no seeding), BENCH_ONLY picks scenarios.
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -19,17 +20,27 @@ import { createInterface } from 'node:readline';
 import postgres from 'postgres';
 import { buildCatalogue } from '../../src/auth/access.js';
 import { createApiToken } from '../../src/auth/tokens.js';
-import { createDatabase } from '../../src/db/client.js';
+import { createDatabase, withDatabaseName } from '../../src/db/client.js';
 import { encodeCursor } from '../../src/paging/index.js';
 import { containing } from './scale-baseline.js';
-import { migrate, seed } from './scale-data.js';
-import { load, report, root, scratchDatabase, startServe, type LoadResult } from './support.js';
+import { migrate, seed, type Seeded } from './scale-data.js';
+import {
+  adminUrl,
+  load,
+  report,
+  root,
+  scratchDatabase,
+  startServe,
+  type LoadResult,
+} from './support.js';
 
 const CONTACTS = Number(process.env.BENCH_CONTACTS ?? 1_000_000);
 const TASKS = Number(process.env.BENCH_TASKS ?? CONTACTS);
 const seconds = Number(process.env.BENCH_SECONDS ?? 10);
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 16);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
+/** BENCH_ONLY=tasks,version runs the scenarios whose names contain one of the words. */
+const only = process.env.BENCH_ONLY?.split(',').filter(Boolean);
 
 /**
  * The bare baseline (scale-baseline.ts) in a process of its own, as the service runs in
@@ -108,6 +119,7 @@ const queries = {
   contacts: `query ($after: String) { contacts(after: $after) { edges { cursor node { ${CONTACT_FIELDS} } } pageInfo { hasNextPage endCursor } } }`,
   tasks: `query ($date: Date!) { tasks(date: $date) { edges { cursor node { id title dueOn status } } pageInfo { hasNextPage endCursor } } }`,
   contact: `query ($id: UUID!) { contact(id: $id) { ${CONTACT_FIELDS} tasks { id title dueOn status } } }`,
+  version: '{ version }',
 };
 
 type Sql = postgres.Sql;
@@ -163,12 +175,36 @@ function peakRss(pid: number): string {
   return `VmHWM ${mb(line('VmHWM:'))}, VmRSS ${mb(line('VmRSS:'))}`;
 }
 
-const db = await scratchDatabase();
+/** A database seeded by an earlier run (BENCH_KEEP=1), migrated again and used as it is. */
+async function reuse(url: string): Promise<Seeded> {
+  migrate(url);
+  const sql = postgres(url, { max: 1, onnotice: () => {} });
+  try {
+    const [row] = await sql<{ workspace_id: string; user_id: string; contact_id: string }[]>`
+      select w.id as workspace_id, u.id as user_id,
+        (select id from contacts c where c.workspace_id = w.id limit 1) as contact_id
+      from workspaces w join users u on u.workspace_id = w.id and u.email = 'user0@example.com'
+      where w.name = 'Scale'`;
+    if (!row) throw new Error(`${url} holds no seeded Scale workspace`);
+    return { workspaceId: row.workspace_id, userIds: [row.user_id], contactIds: [row.contact_id] };
+  } finally {
+    await sql.end();
+  }
+}
+
+const kept = process.env.BENCH_DATABASE;
+const db = kept
+  ? { name: kept, url: withDatabaseName(adminUrl, kept), drop: async () => {} }
+  : await scratchDatabase();
 try {
   const started = performance.now();
-  migrate(db.url);
-  console.log(`migrate: ${((performance.now() - started) / 1000).toFixed(1)} s`);
-  const seeded = await seed(db.url, { contacts: CONTACTS, tasks: TASKS });
+  let seeded: Seeded;
+  if (kept) seeded = await reuse(db.url);
+  else {
+    migrate(db.url);
+    console.log(`migrate: ${((performance.now() - started) / 1000).toFixed(1)} s`);
+    seeded = await seed(db.url, { contacts: CONTACTS, tasks: TASKS });
+  }
   const { workspaceId, userIds, contactIds } = seeded;
   const admin = postgres(db.url, { max: 1, onnotice: () => {} });
   const database = createDatabase(db.url, { max: 1 });
@@ -200,7 +236,7 @@ try {
   const nameFragment = process.env.BENCH_Q_NAME ?? 'kelmor';
   const broadFragment = process.env.BENCH_Q_BROAD ?? 'hann';
   const digitsFragment = process.env.BENCH_Q_DIGITS ?? '4821';
-  const scenarios: Scenario[] = [
+  const every: Scenario[] = [
     { name: 'contactPage first page', field: 'contactPage', variables: {} },
     {
       name: `contactPage q="${nameFragment}"`,
@@ -225,7 +261,9 @@ try {
       variables: { date: day?.due_on as string },
     },
     { name: 'contact(id) + identities + tasks', field: 'contact', variables: { id: contactId } },
+    { name: '{ version } with a token', field: 'version', variables: {} },
   ];
+  const scenarios = every.filter((s) => !only || only.some((word) => s.name.includes(word)));
 
   const service = await startServe({ SVC_DATABASE_URL: db.url });
   const baseline = await spawnBaseline(db.url);
@@ -292,12 +330,12 @@ try {
     );
   }
   console.log(`\nsvc serve peak memory: ${peakRss(service.child.pid as number)}`);
-  await definitionTimes(graph, headers);
+  if (!only) await definitionTimes(graph, headers);
   await baseline.close();
   await service.stop();
 
-  await plans(db.url, workspaceId, [nameFragment, broadFragment, digitsFragment]);
+  if (!only) await plans(db.url, workspaceId, [nameFragment, broadFragment, digitsFragment]);
 } finally {
-  if (process.env.BENCH_KEEP) console.log(`kept database ${db.name}`);
+  if (process.env.BENCH_KEEP || kept) console.log(`kept database ${db.name}`);
   else await db.drop();
 }

@@ -1,4 +1,3 @@
-import { renderGraphiQL } from '@graphql-yoga/render-graphiql';
 import type { GraphiQLOptions } from 'graphql-yoga';
 
 /**
@@ -88,8 +87,11 @@ const ROOT = '<div id="root"></div>';
  * The interactive page: render-graphiql's bundled GraphiQL (no CDN, so it works offline)
  * with the options above and the page script placed before the bundle runs.
  * About 9 MB; the HTTP layer renders it once and keeps it (src/http/interactive-page-route.ts).
+ * The bundle is imported on first use: held as module source it costs ~30 MB of heap in
+ * every process, and only SVC_DEV_GRAPHIQL ever serves it.
  */
-export function renderInteractivePage(): string {
+export async function renderInteractivePage(): Promise<string> {
+  const { renderGraphiQL } = await import('@graphql-yoga/render-graphiql');
   const html = renderGraphiQL(INTERACTIVE_PAGE_OPTIONS);
   const root = html.indexOf(ROOT);
   // A render-graphiql release that moved its root would lose the script without this.

@@ -9,14 +9,19 @@ export function asksForInteractivePage(req: IncomingMessage): boolean {
 }
 
 // One page for the process: it depends on nothing a service is configured with.
-let page: StaticAnswer | null = null;
+let page: Promise<StaticAnswer> | null = null;
 
 /**
  * Serves the interactive page (SVC_DEV_GRAPHIQL) here rather than through Yoga's GraphiQL
  * plugin, which renders the 9 MB page again for every request: rendered on the first
  * request, compressed once per coding a client asks for (compression.ts), then reused.
  */
-export function sendInteractivePage(req: IncomingMessage, res: ServerResponse): Promise<void> {
-  page ??= createStaticAnswer(renderInteractivePage(), 'text/html; charset=utf-8');
-  return sendStaticAnswer(req, res, page);
+export async function sendInteractivePage(
+  req: IncomingMessage,
+  res: ServerResponse,
+): Promise<void> {
+  page ??= renderInteractivePage().then((html) =>
+    createStaticAnswer(html, 'text/html; charset=utf-8'),
+  );
+  return sendStaticAnswer(req, res, await page);
 }
