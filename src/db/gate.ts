@@ -58,6 +58,16 @@ interface Turns {
   waiting: Waiter[];
 }
 
+/**
+ * Every statement a request runs is prepared on its connection (postgres.js names it by
+ * its text and reuses it): PostgreSQL parses and plans a statement shape once per
+ * connection instead of once per request. Drizzle prepares only what is `.prepare()`d by
+ * name; request statements have a bounded set of shapes (no SQL is built from input).
+ */
+function prepared(options: { prepare?: boolean } | undefined): { prepare: boolean } {
+  return { ...options, prepare: true };
+}
+
 /** The subset of postgres.js that drizzle's session calls (`unsafe`, `begin`, `savepoint`). */
 interface SessionClient {
   unsafe(query: string, params?: unknown[], options?: { prepare?: boolean }): LazyQuery;
@@ -155,7 +165,9 @@ export function createQueryGate(database: Database, options: QueryGateOptions): 
     function held(tx: TransactionSql): SessionClient {
       return {
         unsafe: (query, params, options) =>
-          new LazyQuery((asValues) => track(tx.unsafe(query, params as never, options), asValues)),
+          new LazyQuery((asValues) =>
+            track(tx.unsafe(query, params as never, prepared(options)), asValues),
+          ),
         savepoint: (work) => tx.savepoint((inner) => work(held(inner))) as never,
       };
     }
@@ -172,7 +184,9 @@ export function createQueryGate(database: Database, options: QueryGateOptions): 
     const client: SessionClient = {
       unsafe: (query, params, options) =>
         new LazyQuery((asValues) =>
-          inTurn(() => track(database.sql.unsafe(query, params as never, options), asValues)),
+          inTurn(() =>
+            track(database.sql.unsafe(query, params as never, prepared(options)), asValues),
+          ),
         ),
       begin: (work) =>
         inTurn(async () => {
