@@ -12,11 +12,14 @@
 // generator do, and the two alternate over BENCH_ROUNDS rounds (2).
 // BENCH_CONTACTS, BENCH_SECONDS (10), BENCH_CONNECTIONS (16, below
 // SVC_GRAPH_OPERATIONS_PER_USER), BENCH_KEEP=1 keeps the database, BENCH_DATABASE names a
-// database kept earlier (no seeding), BENCH_ONLY picks scenarios.
+// database kept earlier (no seeding), BENCH_ONLY picks scenarios. BENCH_POSTGRAPHILE_ROOT
+// (a directory where postgraphile@5 is installed) adds PostGraphile as a third column
+// (postgraphile-peer.mjs, its own process) for the scenarios it has a document for.
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
+import { pathToFileURL } from 'node:url';
 import postgres from 'postgres';
 import { buildCatalogue } from '../../src/auth/access.js';
 import { createApiToken } from '../../src/auth/tokens.js';
@@ -48,16 +51,13 @@ const only = process.env.BENCH_ONLY?.split(',').filter(Boolean);
  */
 async function spawnBaseline(
   databaseUrl: string,
+  script = 'scripts/bench/scale-baseline.ts',
 ): Promise<{ url: string; close(): Promise<void> }> {
-  const child = spawn(
-    process.execPath,
-    ['--import', 'tsx', path.join(root, 'scripts/bench/scale-baseline.ts')],
-    {
-      cwd: root,
-      env: { ...process.env, BENCH_DATABASE_URL: databaseUrl },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    },
-  );
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(root, script)], {
+    cwd: root,
+    env: { ...process.env, BENCH_DATABASE_URL: databaseUrl },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const lines = createInterface({ input: child.stdout });
   for await (const line of lines) {
     const url = /^listening (\S+)$/.exec(line)?.[1];
@@ -73,7 +73,28 @@ async function spawnBaseline(
       };
     }
   }
-  throw new Error(`the baseline exited with ${child.exitCode}`);
+  throw new Error(`${script} exited with ${child.exitCode}`);
+}
+
+type PeerQueries = Record<
+  string,
+  (variables: Record<string, string>) => { query: string; variables: Record<string, unknown> }
+>;
+/** postgraphile-peer.mjs's documents, when BENCH_POSTGRAPHILE_ROOT names an install. */
+const peerQueries: PeerQueries | null = process.env.BENCH_POSTGRAPHILE_ROOT
+  ? (
+      (await import(
+        pathToFileURL(path.join(root, 'scripts/bench/postgraphile-peer.mjs')).href
+      )) as {
+        POSTGRAPHILE_QUERIES: PeerQueries;
+      }
+    ).POSTGRAPHILE_QUERIES
+  : null;
+/** The peer's body for a scenario: unfiltered first pages, tasks, contact, version. */
+function peerBody(s: { field: string; variables: Record<string, string> }): string | null {
+  const make = peerQueries?.[s.field];
+  if (!make || s.variables.q || s.variables.after) return null;
+  return JSON.stringify(make(s.variables));
 }
 
 /**
@@ -267,6 +288,9 @@ try {
 
   const service = await startServe({ SVC_DATABASE_URL: db.url });
   const baseline = await spawnBaseline(db.url);
+  const peer = peerQueries
+    ? await spawnBaseline(db.url, 'scripts/bench/postgraphile-peer.mjs')
+    : null;
   const graph = `${service.url}/api/graphql`;
   const headers = { authorization: `Bearer ${secret}` };
 
@@ -290,8 +314,20 @@ try {
     };
     const size = (data: unknown) => JSON.stringify(data).match(/"id"/g)?.length ?? 0;
     const total = (data: unknown) => /"total":(\d+)/.exec(JSON.stringify(data))?.[1] ?? '';
+    let fromPeer = '';
+    const peerRequest = peerBody(s);
+    if (peer && peerRequest) {
+      const answer = (await (
+        await fetch(`${peer.url}/graphql`, { ...init, body: peerRequest })
+      ).json()) as { data?: unknown; errors?: unknown };
+      if (answer.errors || !answer.data) {
+        throw new Error(`${s.name} (PostGraphile): ${JSON.stringify(answer.errors)}`);
+      }
+      const peerTotal = /"contacts":"(\d+)"/.exec(JSON.stringify(answer.data))?.[1];
+      fromPeer = `, PostGraphile ${size(answer.data)} ids${peerTotal ? `, total ${peerTotal}` : ''}`;
+    }
     console.log(
-      `${s.name}: ${size(fromService.data)} ids${total(fromService.data) ? `, total ${total(fromService.data)}` : ''} (baseline ${size(fromBaseline.data)} ids${total(fromBaseline.data) ? `, total ${total(fromBaseline.data)}` : ''})`,
+      `${s.name}: ${size(fromService.data)} ids${total(fromService.data) ? `, total ${total(fromService.data)}` : ''} (baseline ${size(fromBaseline.data)} ids${total(fromBaseline.data) ? `, total ${total(fromBaseline.data)}` : ''}${fromPeer})`,
     );
   }
 
@@ -303,6 +339,7 @@ try {
   const rows: LoadResult[] = [];
   const pairs: Record<string, LoadResult> = {};
   const ratios: Record<string, number[]> = {};
+  const peerRatios: Record<string, number[]> = {};
   for (let round = 1; round <= ROUNDS; round += 1) {
     console.log(`round ${round} of ${ROUNDS}`);
     for (const s of scenarios) {
@@ -319,7 +356,20 @@ try {
       pairs[base.name] = base;
       rows.push(base, svc);
       (ratios[s.name] ??= []).push(svc.requestsPerSecond / base.requestsPerSecond);
-      report([base, svc], base, pairs);
+      const peerRequest = peerBody(s);
+      if (peer && peerRequest) {
+        const pgl = await load(`  postgraphile: ${s.name}`, {
+          url: `${peer.url}/graphql`,
+          body: peerRequest,
+          headers,
+          connections,
+          seconds,
+        });
+        pairs[pgl.name] = base;
+        rows.push(pgl);
+        (peerRatios[s.name] ??= []).push(svc.requestsPerSecond / pgl.requestsPerSecond);
+        report([base, svc, pgl], base, pairs);
+      } else report([base, svc], base, pairs);
     }
   }
   console.log('\nservice / baseline (own processes), each round, and the spread:');
@@ -329,9 +379,19 @@ try {
       `  ${name.padEnd(44)} ${shown}   min ${Math.min(...list).toFixed(2)} max ${Math.max(...list).toFixed(2)}`,
     );
   }
+  if (peer) {
+    console.log('\nservice / PostGraphile (own processes), each round, and the spread:');
+    for (const [name, list] of Object.entries(peerRatios)) {
+      const shown = list.map((ratio) => ratio.toFixed(2)).join(' ');
+      console.log(
+        `  ${name.padEnd(44)} ${shown}   min ${Math.min(...list).toFixed(2)} max ${Math.max(...list).toFixed(2)}`,
+      );
+    }
+  }
   console.log(`\nsvc serve peak memory: ${peakRss(service.child.pid as number)}`);
   if (!only) await definitionTimes(graph, headers);
   await baseline.close();
+  await peer?.close();
   await service.stop();
 
   if (!only) await plans(db.url, workspaceId, [nameFragment, broadFragment, digitsFragment]);

@@ -1,5 +1,6 @@
 import type { GraphQLSchema } from 'graphql';
-import { createYoga, type YogaServerInstance } from 'graphql-yoga';
+import { createServerAdapter } from '@whatwg-node/server';
+import { YogaServer, type YogaServerInstance, type YogaServerOptions } from 'graphql-yoga';
 import type { Config } from '../config.js';
 import type { Context } from '../context.js';
 import type { Logger } from '../log.js';
@@ -21,15 +22,46 @@ export const GRAPH_PATH = '/api/graphql';
 /** The server context the HTTP layer hands Yoga with each request. */
 export type GraphServerContext = Omit<Context, 'request'>;
 
-export type GraphServer = YogaServerInstance<GraphServerContext, Context>;
+type YogaInstance = YogaServerInstance<GraphServerContext, Context>;
+
+export interface GraphServer {
+  /** Yoga behind its server adapter: any request, through the adapter's request hooks. */
+  fetch: YogaInstance['fetch'];
+  fetchAPI: YogaInstance['fetchAPI'];
+  /**
+   * Yoga's own handler, without the adapter: no request hooks (only graphql-sse's
+   * single-connection mode has one here), no copy of the server context, no abort
+   * wiring (an event stream needs it). For a plain operation, the common case.
+   */
+  handleOperation(request: Request, context: GraphServerContext): Promise<Response>;
+}
 
 /**
  * Yoga serving the schema at /api/graphql. Body caps, credentials and request guards run
  * in the HTTP layer before Yoga reads anything.
  */
 export function createGraphServer(schema: GraphQLSchema, config: Config, log: Logger): GraphServer {
+  // What createYoga does, keeping the server beside its adapter.
+  const yoga = new YogaServer<GraphServerContext, Context>(yogaOptions(schema, config, log));
+  const adapter = createServerAdapter(yoga as never, {
+    fetchAPI: yoga.fetchAPI,
+    plugins: (yoga as unknown as { plugins: [] }).plugins,
+  }) as unknown as YogaInstance;
+  return {
+    fetch: adapter.fetch,
+    fetchAPI: adapter.fetchAPI,
+    // Yoga's handler asks the adapter's `waitUntil` of its context; nothing here uses it.
+    handleOperation: async (request, context) => yoga.handle(request, context as never),
+  };
+}
+
+function yogaOptions(
+  schema: GraphQLSchema,
+  config: Config,
+  log: Logger,
+): YogaServerOptions<GraphServerContext, Context> {
   const retryAfterSeconds = Math.max(1, Math.ceil(config.graph.retryAfterMs / 1000));
-  return createYoga<GraphServerContext, Context>({
+  return {
     schema,
     graphqlEndpoint: GRAPH_PATH,
     landingPage: false,
@@ -59,5 +91,5 @@ export function createGraphServer(schema: GraphQLSchema, config: Config, log: Lo
       useOperationDeadline({ timeoutMs: config.graph.operationTimeoutMs, retryAfterSeconds }),
       useSingleConnectionStreamSlots(),
     ],
-  });
+  };
 }

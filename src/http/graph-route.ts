@@ -278,7 +278,9 @@ export function createGraphRoute(deps: GraphRouteDeps) {
       );
       const requestId = randomUUID();
       const responseCookies: string[] = [];
-      const response = await deps.graph.fetch(
+      // A plain operation goes straight to Yoga's handler; a stream, and graphql-sse's
+      // single-connection steps (an adapter request hook serves them), through its adapter.
+      const response = await (streaming || step ? deps.graph.fetch : deps.graph.handleOperation)(
         request,
         createContext({
           config,

@@ -35,6 +35,19 @@ export function webHeaders(req: IncomingMessage): Headers {
   return headers;
 }
 
+/**
+ * The request's fields as a record, a repeated field's values joined (Node already joins
+ * all but a few). Yoga's Request class reads a record lazily; a Headers built here would
+ * be copied into its own on first read.
+ */
+function headerRecord(req: IncomingMessage): Record<string, string> {
+  const record: Record<string, string> = {};
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (value !== undefined) record[name] = Array.isArray(value) ? value.join(', ') : value;
+  }
+  return record;
+}
+
 export function toWebRequest(
   req: IncomingMessage,
   url: URL,
@@ -44,7 +57,7 @@ export function toWebRequest(
 ): Request {
   return new RequestClass(url, {
     method: req.method,
-    headers: webHeaders(req),
+    headers: RequestClass === Request ? webHeaders(req) : headerRecord(req),
     // A Buffer is a Uint8Array; the DOM typings only want an ArrayBuffer-backed one.
     body: body && body.length > 0 ? (body as unknown as BodyInit) : null,
     ...(signal ? { signal } : {}),
@@ -111,19 +124,31 @@ async function sendWhole(
   headers: NodeHeaders,
   cap: SendOptions['cap'],
 ): Promise<void> {
-  let body: Buffer | null = response.body ? Buffer.from(await response.arrayBuffer()) : null;
   if (hasNoContent(response.status)) {
+    await response.body?.cancel();
     res.writeHead(response.status, headers);
     res.end();
     return;
   }
   const isJson = (response.headers.get('content-type') ?? '').includes('json');
-  if (body && cap && isJson && body.length > cap.maxBytes) {
-    body = Buffer.from(JSON.stringify(cap.replacement()));
+  // A JSON answer is read as the text Yoga made, and a small one is written as that text:
+  // Node then sends the head and the body in one write.
+  let body: Buffer | string | null = !response.body
+    ? null
+    : isJson
+      ? await response.text()
+      : Buffer.from(await response.arrayBuffer());
+  let length = typeof body === 'string' ? Buffer.byteLength(body) : (body?.length ?? 0);
+  if (body !== null && cap && isJson && length > cap.maxBytes) {
+    body = JSON.stringify(cap.replacement());
+    length = Buffer.byteLength(body);
     headers['content-type'] = 'application/json; charset=utf-8';
   }
-  if (body) body = await encoded(res, headers, body);
-  headers['content-length'] = String(body?.length ?? 0);
+  if (body !== null && worthCompressing(String(headers['content-type'] ?? ''), length)) {
+    body = await encoded(res, headers, typeof body === 'string' ? Buffer.from(body) : body);
+    length = body.length;
+  }
+  headers['content-length'] = String(length);
   res.writeHead(response.status, headers);
   res.end(body);
 }
