@@ -1,5 +1,6 @@
 import { and, asc, desc, eq, inArray, or, sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
+import { prepared, preparedFamily } from '../db/prepared.js';
 import type { NormalisedIdentity } from './channels.js';
 import {
   contactIdentities,
@@ -94,6 +95,10 @@ export function selectContactsByName(
   after: { sortName: string; id: string } | null,
   limit: number,
 ): Promise<SortedContact[]> {
+  if (!isFiltered(filter)) {
+    const values = { workspaceId, sortName: after?.sortName, id: after?.id, limit };
+    return contactsByName(db, after ? 'after' : 'first', values);
+  }
   // A row comparison is one range on contacts_name_idx; the same test spelled with OR
   // reads every row before the position.
   const position = after
@@ -108,6 +113,23 @@ export function selectContactsByName(
     .orderBy(asc(lowerName), asc(contacts.id))
     .limit(limit);
 }
+
+/** The unfiltered walk by name, the common case, built once per shape. */
+const contactsByName = preparedFamily('svc_contacts_by_name', (db, shape: 'first' | 'after') =>
+  db
+    .select({ ...contactColumns, sortName: lowerName })
+    .from(contacts)
+    .where(
+      and(
+        eq(contacts.workspaceId, sql.placeholder('workspaceId')),
+        shape === 'after'
+          ? sql`(${lowerName}, ${contacts.id}) > (${sql.placeholder('sortName')}, ${sql.placeholder('id')})`
+          : undefined,
+      ),
+    )
+    .orderBy(asc(lowerName), asc(contacts.id))
+    .limit(sql.placeholder('limit')),
+);
 
 const contactColumns = {
   workspaceId: contacts.workspaceId,
@@ -124,6 +146,10 @@ export function selectContactPage(
   filter: ContactFilter,
   page: { orderBy: ContactOrder; order: SortOrder; limit: number; offset: number },
 ): Promise<Contact[]> {
+  if (!isFiltered(filter)) {
+    const { limit, offset } = page;
+    return contactPage(db, `${page.orderBy}-${page.order}`, { workspaceId, limit, offset });
+  }
   const direction = page.order === 'DESC' ? desc : asc;
   const key = page.orderBy === 'CREATED_AT' ? contacts.createdAt : lowerName;
   return db
@@ -134,6 +160,23 @@ export function selectContactPage(
     .limit(page.limit)
     .offset(page.offset);
 }
+
+/** An unfiltered page (the list a workspace opens on), built once per order. */
+const contactPage = preparedFamily(
+  'svc_contact_page',
+  (db, shape: `${ContactOrder}-${SortOrder}`) => {
+    const [orderBy, order] = shape.split('-');
+    const direction = order === 'DESC' ? desc : asc;
+    const key = orderBy === 'CREATED_AT' ? contacts.createdAt : lowerName;
+    return db
+      .select(contactColumns)
+      .from(contacts)
+      .where(eq(contacts.workspaceId, sql.placeholder('workspaceId')))
+      .orderBy(direction(key), direction(contacts.id))
+      .limit(sql.placeholder('limit'))
+      .offset(sql.placeholder('offset'));
+  },
+);
 
 /** Every contact matching a filter: a statement of its own, run beside the page walk. */
 export async function countMatchingContacts(
@@ -150,12 +193,16 @@ export async function countMatchingContacts(
 
 /** The workspace's contact count, kept by every insert and delete (no count of rows). */
 export async function storedContactCount(db: Db, workspaceId: string): Promise<number> {
-  const [row] = await db
-    .select({ contacts: workspaceCounts.contacts })
-    .from(workspaceCounts)
-    .where(eq(workspaceCounts.workspaceId, workspaceId));
+  const [row] = await storedCount(db, { workspaceId });
   return row?.contacts ?? 0;
 }
+
+const storedCount = prepared('svc_stored_contact_count', (db) =>
+  db
+    .select({ contacts: workspaceCounts.contacts })
+    .from(workspaceCounts)
+    .where(eq(workspaceCounts.workspaceId, sql.placeholder('workspaceId'))),
+);
 
 /** Adds `delta` to the workspace's contact count, in the caller's transaction. */
 export async function bumpContactCount(db: Db, workspaceId: string, delta: number): Promise<void> {
@@ -173,12 +220,21 @@ export async function findContact(
   workspaceId: string,
   id: string,
 ): Promise<Contact | undefined> {
-  const [row] = await db
-    .select()
-    .from(contacts)
-    .where(and(eq(contacts.workspaceId, workspaceId), eq(contacts.id, id)));
+  const [row] = await contactById(db, { workspaceId, id });
   return row;
 }
+
+const contactById = prepared('svc_contact_by_id', (db) =>
+  db
+    .select()
+    .from(contacts)
+    .where(
+      and(
+        eq(contacts.workspaceId, sql.placeholder('workspaceId')),
+        eq(contacts.id, sql.placeholder('id')),
+      ),
+    ),
+);
 
 /** Whether the workspace holds a contact of this id (other domains check links with it). */
 export async function contactExists(db: Db, workspaceId: string, id: string): Promise<boolean> {
@@ -206,12 +262,26 @@ export async function findContactRef(
 }
 
 /** Contacts by id, in one read; absent ids are left out. */
-export function selectContacts(db: Db, workspaceId: string, ids: readonly string[]) {
-  return db
+export function selectContacts(
+  db: Db,
+  workspaceId: string,
+  ids: readonly string[],
+): Promise<Contact[]> {
+  return contactsByIds(db, { workspaceId, ids: [...ids] });
+}
+
+/** Built once: the ids come as one array parameter, whatever their number. */
+const contactsByIds = prepared('svc_contacts_by_ids', (db) =>
+  db
     .select()
     .from(contacts)
-    .where(and(eq(contacts.workspaceId, workspaceId), inArray(contacts.id, [...ids])));
-}
+    .where(
+      and(
+        eq(contacts.workspaceId, sql.placeholder('workspaceId')),
+        sql`${contacts.id} = any(${sql.placeholder('ids')}::uuid[])`,
+      ),
+    ),
+);
 
 export async function insertContact(db: Db, workspaceId: string, name: string): Promise<Contact> {
   const [row] = await db.insert(contacts).values({ workspaceId, name }).returning();
@@ -315,14 +385,19 @@ export function selectIdentitiesOf(
   workspaceId: string,
   contactIds: readonly string[],
 ): Promise<ContactIdentity[]> {
-  return db
+  return identitiesOf(db, { workspaceId, contactIds: [...contactIds] });
+}
+
+/** Built once: the contacts come as one array parameter, whatever their number. */
+const identitiesOf = prepared('svc_identities_of', (db) =>
+  db
     .select()
     .from(contactIdentities)
     .where(
       and(
-        eq(contactIdentities.workspaceId, workspaceId),
-        inArray(contactIdentities.contactId, [...contactIds]),
+        eq(contactIdentities.workspaceId, sql.placeholder('workspaceId')),
+        sql`${contactIdentities.contactId} = any(${sql.placeholder('contactIds')}::uuid[])`,
       ),
     )
-    .orderBy(asc(contactIdentities.createdAt), asc(contactIdentities.id));
-}
+    .orderBy(asc(contactIdentities.createdAt), asc(contactIdentities.id)),
+);

@@ -1,5 +1,18 @@
-import { and, asc, eq, gt, inArray, isNull, lt, or, sql, type SQL } from 'drizzle-orm';
+import {
+  and,
+  getTableColumns,
+  asc,
+  eq,
+  gt,
+  isNull,
+  lt,
+  or,
+  sql,
+  type SQL,
+  type SQLWrapper,
+} from 'drizzle-orm';
 import type { Db } from '../db/client.js';
+import { prepared, preparedFamily } from '../db/prepared.js';
 import { tasks, type Task } from './tables.js';
 
 export type NewTaskRow = typeof tasks.$inferInsert;
@@ -100,39 +113,58 @@ export function selectAssigneeTasks(
     limit: number;
   },
 ): Promise<Task[]> {
+  const { filter, after } = args;
+  const shape: AssigneeShape = `${filter.kind}-${args.status === null ? 'any' : 'status'}-${
+    !after ? 'first' : after.dueOn === null ? 'undated' : 'dated'
+  }`;
+  return assigneeTasks(db, shape, {
+    workspaceId: args.workspaceId,
+    assigneeId: args.assigneeId,
+    filter: filter.kind === 'contactId' ? filter.contactId : filter.date,
+    status: args.status,
+    afterDue: after?.dueOn ?? null,
+    afterId: after?.id ?? null,
+    limit: args.limit,
+  });
+}
+
+/** Which conditions an assignee's list has: its filter, a status or none, its position. */
+type AssigneeShape = `${ListFilter['kind']}-${'any' | 'status'}-${'first' | 'undated' | 'dated'}`;
+
+/** `tasks(...)` of one assignee, built once per shape (the hot read of a task list). */
+const assigneeTasks = preparedFamily('svc_assignee_tasks', (db, shape: AssigneeShape) => {
+  const [kind, status, position] = shape.split('-');
+  const value = sql.placeholder('filter');
+  const afterId = sql.placeholder('afterId');
   return db
     .select()
     .from(tasks)
     .where(
       and(
-        eq(tasks.workspaceId, args.workspaceId),
-        eq(tasks.assigneeId, args.assigneeId),
-        filterCondition(args.filter),
-        args.status === null ? undefined : eq(tasks.status, args.status),
-        args.after ? afterCondition(args.after) : undefined,
+        eq(tasks.workspaceId, sql.placeholder('workspaceId')),
+        eq(tasks.assigneeId, sql.placeholder('assigneeId')),
+        kind === 'date'
+          ? eq(tasks.dueOn, value)
+          : kind === 'dueBefore'
+            ? lt(tasks.dueOn, value)
+            : eq(tasks.contactId, value),
+        status === 'status' ? eq(tasks.status, sql.placeholder('status')) : undefined,
+        position === 'undated'
+          ? and(isNull(tasks.dueOn), gt(tasks.id, afterId))
+          : position === 'dated'
+            ? afterDated(sql.placeholder('afterDue'), afterId)
+            : undefined,
       ),
     )
     .orderBy(sql`${tasks.dueOn} asc nulls last`, asc(tasks.id))
-    .limit(args.limit);
-}
+    .limit(sql.placeholder('limit'));
+});
 
-function filterCondition(filter: ListFilter): SQL | undefined {
-  switch (filter.kind) {
-    case 'date':
-      return eq(tasks.dueOn, filter.date);
-    case 'dueBefore':
-      return lt(tasks.dueOn, filter.date);
-    case 'contactId':
-      return eq(tasks.contactId, filter.contactId);
-  }
-}
-
-/** Rows after `key` in (due day nulls last, id) order. */
-function afterCondition(key: TaskKey): SQL | undefined {
-  if (key.dueOn === null) return and(isNull(tasks.dueOn), gt(tasks.id, key.id));
+/** Rows after a dated row in (due day nulls last, id) order: later days, then undated. */
+function afterDated(dueOn: SQLWrapper, id: SQLWrapper): SQL | undefined {
   return or(
-    gt(tasks.dueOn, key.dueOn),
-    and(eq(tasks.dueOn, key.dueOn), gt(tasks.id, key.id)),
+    gt(tasks.dueOn, dueOn),
+    and(eq(tasks.dueOn, dueOn), gt(tasks.id, id)),
     isNull(tasks.dueOn),
   );
 }
@@ -141,12 +173,18 @@ function afterCondition(key: TaskKey): SQL | undefined {
  * The first `perContact` open tasks of each contact, every assignee's, in one read
  * (`Contact.tasks` across a page of contacts).
  */
-export async function selectOpenTasksOfContacts(
+export function selectOpenTasksOfContacts(
   db: Db,
   workspaceId: string,
   contactIds: readonly string[],
   perContact: number,
 ): Promise<Task[]> {
+  return openTasksOfContacts(db, { workspaceId, contactIds: [...contactIds], perContact });
+}
+
+/** Built once: the contacts come as one array parameter, whatever their number. */
+const openTasksOfContacts = prepared('svc_open_tasks_of_contacts', (db) => {
+  const workspaceId = sql.placeholder('workspaceId');
   const ranked = db
     .select({
       id: tasks.id,
@@ -158,16 +196,20 @@ export async function selectOpenTasksOfContacts(
     .where(
       and(
         eq(tasks.workspaceId, workspaceId),
-        inArray(tasks.contactId, [...contactIds]),
+        sql`${tasks.contactId} = any(${sql.placeholder('contactIds')}::uuid[])`,
         eq(tasks.status, 'open'),
       ),
     )
     .as('ranked');
-  const rows = await db
-    .select({ task: tasks })
+  return db
+    .select(getTableColumns(tasks))
     .from(tasks)
     .innerJoin(ranked, eq(ranked.id, tasks.id))
-    .where(and(eq(tasks.workspaceId, workspaceId), sql`${ranked.rank} <= ${perContact}`))
+    .where(
+      and(
+        eq(tasks.workspaceId, workspaceId),
+        sql`${ranked.rank} <= ${sql.placeholder('perContact')}`,
+      ),
+    )
     .orderBy(sql`${tasks.dueOn} asc nulls last`, asc(tasks.id));
-  return rows.map((r) => r.task);
-}
+});
