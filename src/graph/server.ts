@@ -9,6 +9,7 @@ import { useDocumentLimits } from './document-limits.js';
 import { ROOT_COSTS } from './costs.js';
 import { useInputLimits } from './input-limits.js';
 import { useOperationDeadline } from './deadline.js';
+import { useCompiledQueries } from './compiled-queries.js';
 import { createErrorMasker, useRequestErrorShape } from './error-shape.js';
 import { useIntrospectionGate } from './introspection.js';
 import { yogaLogger } from './yoga-log.js';
@@ -88,6 +89,8 @@ function yogaOptions(
         retryAfterSeconds,
         rootCosts: ROOT_COSTS,
       }),
+      // Before the deadline, which then bounds a compiled run and any run again.
+      useCompiledQueries(),
       useOperationDeadline({ timeoutMs: config.graph.operationTimeoutMs, retryAfterSeconds }),
       useSingleConnectionStreamSlots(),
     ],
