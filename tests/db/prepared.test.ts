@@ -1,0 +1,93 @@
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { sql } from 'drizzle-orm';
+import { drizzle } from 'drizzle-orm/postgres-js';
+import { createDatabase, type Database } from '../../src/db/client.js';
+import { createQueryGate, isCancellation } from '../../src/db/gate.js';
+import { prepared, preparedFamily } from '../../src/db/prepared.js';
+import { workspaces } from '../../src/workspaces/tables.js';
+import { createTestDatabase, type TestDatabase } from '../support/database.js';
+
+let db: TestDatabase;
+let pool: Database;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  pool = createDatabase(db.url, { max: 3, applicationName: 'prepared test' });
+});
+
+afterAll(async () => {
+  await pool.close();
+  await db.drop();
+});
+
+const byName = prepared('test_workspace_by_name', (d) =>
+  d
+    .select({ id: workspaces.id, name: workspaces.name })
+    .from(workspaces)
+    .where(sql`${workspaces.name} = ${sql.placeholder('name')}`),
+);
+
+describe('statements built once and run through the database given', () => {
+  test('a statement answers each run with its own values', async () => {
+    const names = ['Prepared A', 'Prepared B'];
+    for (const name of names) await pool.db.insert(workspaces).values({ name });
+    const [a] = await byName(pool.db, { name: 'Prepared A' });
+    const [b] = await byName(pool.db, { name: 'Prepared B' });
+    expect([a?.name, b?.name]).toEqual(names);
+    expect(await byName(pool.db, { name: 'nobody' })).toEqual([]);
+  });
+
+  test('a family builds each shape once and reuses it', async () => {
+    const built: string[] = [];
+    const family = preparedFamily('test_family', (d, shape: 'all' | 'named') => {
+      built.push(shape);
+      return d
+        .select({ name: workspaces.name })
+        .from(workspaces)
+        .where(shape === 'named' ? sql`${workspaces.name} = ${sql.placeholder('name')}` : undefined)
+        .orderBy(workspaces.name)
+        .limit(sql.placeholder('limit'));
+    });
+    await pool.db.insert(workspaces).values({ name: 'Family one' });
+    for (let i = 0; i < 3; i += 1) {
+      expect(await family(pool.db, 'named', { name: 'Family one', limit: 5 })).toEqual([
+        { name: 'Family one' },
+      ]);
+      expect(await family(pool.db, 'all', { limit: 1 })).toHaveLength(1);
+    }
+    expect(built).toEqual(['named', 'all']);
+  });
+
+  test('in a transaction it sees the transaction’s own rows, and nobody else does', async () => {
+    await pool.db
+      .transaction(async (tx) => {
+        await tx.insert(workspaces).values({ name: 'Uncommitted' });
+        expect(await byName(tx, { name: 'Uncommitted' })).toHaveLength(1);
+        expect(await byName(pool.db, { name: 'Uncommitted' })).toEqual([]);
+        tx.rollback();
+      })
+      .catch(() => {});
+    expect(await byName(pool.db, { name: 'Uncommitted' })).toEqual([]);
+  });
+
+  test('through a request’s gate it is cancelled with the request', async () => {
+    const gate = createQueryGate(pool, { share: 1 });
+    const controller = new AbortController();
+    controller.abort();
+    const error = await byName(gate.forRequest('ada', controller.signal).db, { name: 'x' }).catch(
+      (e: unknown) => e,
+    );
+    expect(isCancellation(error)).toBe(true);
+  });
+
+  test('it reports its statement to the query logger of the database it runs on', async () => {
+    const logged: string[] = [];
+    const logging = drizzle(pool.sql, {
+      casing: 'snake_case',
+      logger: { logQuery: (query) => void logged.push(query) },
+    });
+    await byName(logging, { name: 'x' });
+    expect(logged).toHaveLength(1);
+    expect(logged[0]).toMatch(/from "workspaces" where "workspaces"."name" = \$1/);
+  });
+});
