@@ -138,7 +138,8 @@ builder.queryFields((t) => ({
     type: ContactObject,
     authScopes: readContacts,
     args: { id: t.arg({ type: 'UUID', required: true }) },
-    resolve: (_root, args, ctx) => getContact(ctx, args.id),
+    resolve: (_root, args, ctx, info) =>
+      getContact(ctx, args.id, { withIdentities: selects(info, 'identities') }),
   }),
   contacts: t.field({
     type: ContactConnection,
@@ -186,7 +187,11 @@ builder.queryFields((t) => ({
         usedFilters(args).reduce((sum, { filter, value }) => sum + filter.cost(value), 0),
     }),
     resolve: (_root, args, ctx, info) =>
-      contactPage(ctx, { ...args, withTotal: selects(info, 'total') }),
+      contactPage(ctx, {
+        ...args,
+        withTotal: selects(info, 'total'),
+        withIdentities: selects(info, 'items', 'identities'),
+      }),
   }),
 }));
 

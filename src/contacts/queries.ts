@@ -1,4 +1,4 @@
-import { and, asc, desc, eq, inArray, or, sql, type SQL } from 'drizzle-orm';
+import { and, asc, desc, eq, getTableColumns, inArray, or, sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
 import { prepared, preparedFamily } from '../db/prepared.js';
 import type { NormalisedIdentity } from './channels.js';
@@ -139,21 +139,81 @@ const contactColumns = {
   updatedAt: contacts.updatedAt,
 };
 
+/** A contact's identities as they come in one JSON column of its row. */
+interface IdentityJson extends Omit<ContactIdentity, 'createdAt'> {
+  createdAt: string;
+}
+
+/**
+ * A contact's identities, oldest first, as one JSON column of the contact's row: a contact
+ * and its identities in one statement (each row's own read of contact_identities_contact_idx).
+ * The outer row is named in full: Drizzle leaves a one-table select's columns unqualified,
+ * and inside the subquery those would name the identity's own.
+ */
+const identitiesColumn = sql<IdentityJson[]>`coalesce((select json_agg(json_build_object(
+    'workspaceId', ${contactIdentities.workspaceId}, 'id', ${contactIdentities.id},
+    'contactId', ${contactIdentities.contactId}, 'channel', ${contactIdentities.channel},
+    'identifier', ${contactIdentities.identifier},
+    'identifierKey', ${contactIdentities.identifierKey},
+    'identifierDigits', ${contactIdentities.identifierDigits},
+    'displayName', ${contactIdentities.displayName}, 'createdAt', ${contactIdentities.createdAt}
+  ) order by ${contactIdentities.createdAt}, ${contactIdentities.id})
+  from ${contactIdentities}
+  where ${contactIdentities.workspaceId} = "contacts"."workspace_id"
+    and ${contactIdentities.contactId} = "contacts"."id"), '[]'::json)`;
+
+/** A contact and its identities, read together. */
+export type ContactWithIdentities = Contact & { identities: ContactIdentity[] };
+
+function withIdentities<T extends Contact>(row: T & { identities: IdentityJson[] }) {
+  const identities = row.identities.map((i) => ({ ...i, createdAt: new Date(i.createdAt) }));
+  return { ...row, identities };
+}
+
+export interface PageRequest {
+  orderBy: ContactOrder;
+  order: SortOrder;
+  limit: number;
+  offset: number;
+}
+
 /** One offset page of contacts in the asked order; id breaks ties in the same direction. */
 export function selectContactPage(
   db: Db,
   workspaceId: string,
   filter: ContactFilter,
-  page: { orderBy: ContactOrder; order: SortOrder; limit: number; offset: number },
+  page: PageRequest,
+): Promise<Contact[]> {
+  return pageOf(db, workspaceId, filter, page, false);
+}
+
+/** {@link selectContactPage} with each contact's identities, in the same statement. */
+export async function selectContactPageWithIdentities(
+  db: Db,
+  workspaceId: string,
+  filter: ContactFilter,
+  page: PageRequest,
+): Promise<ContactWithIdentities[]> {
+  const rows = await pageOf(db, workspaceId, filter, page, true);
+  return rows.map((row) => withIdentities(row as Contact & { identities: IdentityJson[] }));
+}
+
+function pageOf(
+  db: Db,
+  workspaceId: string,
+  filter: ContactFilter,
+  page: PageRequest,
+  identities: boolean,
 ): Promise<Contact[]> {
   if (!isFiltered(filter)) {
     const { limit, offset } = page;
-    return contactPage(db, `${page.orderBy}-${page.order}`, { workspaceId, limit, offset });
+    const shape = `${page.orderBy}-${page.order}-${identities ? 'identities' : 'plain'}` as const;
+    return contactPage(db, shape, { workspaceId, limit, offset });
   }
   const direction = page.order === 'DESC' ? desc : asc;
   const key = page.orderBy === 'CREATED_AT' ? contacts.createdAt : lowerName;
   return db
-    .select(contactColumns)
+    .select(identities ? { ...contactColumns, identities: identitiesColumn } : contactColumns)
     .from(contacts)
     .where(and(eq(contacts.workspaceId, workspaceId), filterCondition(workspaceId, filter)))
     .orderBy(direction(key), direction(contacts.id))
@@ -164,12 +224,16 @@ export function selectContactPage(
 /** An unfiltered page (the list a workspace opens on), built once per order. */
 const contactPage = preparedFamily(
   'svc_contact_page',
-  (db, shape: `${ContactOrder}-${SortOrder}`) => {
-    const [orderBy, order] = shape.split('-');
+  (db, shape: `${ContactOrder}-${SortOrder}-${'identities' | 'plain'}`) => {
+    const [orderBy, order, identities] = shape.split('-');
     const direction = order === 'DESC' ? desc : asc;
     const key = orderBy === 'CREATED_AT' ? contacts.createdAt : lowerName;
     return db
-      .select(contactColumns)
+      .select(
+        identities === 'identities'
+          ? { ...contactColumns, identities: identitiesColumn }
+          : contactColumns,
+      )
       .from(contacts)
       .where(eq(contacts.workspaceId, sql.placeholder('workspaceId')))
       .orderBy(direction(key), direction(contacts.id))
@@ -223,6 +287,28 @@ export async function findContact(
   const [row] = await contactById(db, { workspaceId, id });
   return row;
 }
+
+/** A contact with its identities, in one statement; undefined when there is none. */
+export async function findContactWithIdentities(
+  db: Db,
+  workspaceId: string,
+  id: string,
+): Promise<ContactWithIdentities | undefined> {
+  const [row] = await contactWithIdentitiesById(db, { workspaceId, id });
+  return row && withIdentities(row);
+}
+
+const contactWithIdentitiesById = prepared('svc_contact_with_identities_by_id', (db) =>
+  db
+    .select({ ...getTableColumns(contacts), identities: identitiesColumn })
+    .from(contacts)
+    .where(
+      and(
+        eq(contacts.workspaceId, sql.placeholder('workspaceId')),
+        eq(contacts.id, sql.placeholder('id')),
+      ),
+    ),
+);
 
 const contactById = prepared('svc_contact_by_id', (db) =>
   db

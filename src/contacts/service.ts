@@ -17,11 +17,14 @@ import {
   countMatchingContacts,
   deleteIdentity,
   findContact,
+  findContactWithIdentities,
   findIdentityByKey,
   insertContact,
   insertIdentity,
   isFiltered,
   selectContactPage,
+  selectContactPageWithIdentities,
+  type ContactWithIdentities,
   selectContactsByName,
   storedContactCount,
   touchContact,
@@ -218,9 +221,27 @@ export async function deleteContactIdentity(
   return result;
 }
 
-export async function getContact(ctx: Context, id: string): Promise<Contact> {
-  const contact = await findContact(ctx.database.db, signedIn(ctx).workspaceId, id);
+/**
+ * A contact by id. `withIdentities` (the operation asks for them) reads its identities in
+ * the same statement and hands them to the request's identities loader.
+ */
+export async function getContact(
+  ctx: Context,
+  id: string,
+  options: { withIdentities?: boolean } = {},
+): Promise<Contact> {
+  const { workspaceId } = signedIn(ctx);
+  const db = ctx.database.db;
+  const contact = options.withIdentities
+    ? primed(ctx, await findContactWithIdentities(db, workspaceId, id))
+    : await findContact(db, workspaceId, id);
   if (!contact) throw refuse('contact_not_found');
+  return contact;
+}
+
+/** Hands contacts' identities, read with them, to the request's identities loader. */
+function primed<T extends ContactWithIdentities | undefined>(ctx: Context, contact: T): T {
+  if (contact) ctx.loaders.of(contactLoaders).identities.prime(contact.id, contact.identities);
   return contact;
 }
 
@@ -265,6 +286,8 @@ export async function contactPage(
     offset?: number | null;
     /** Count the matches too (a statement of its own when filtered). @default true */
     withTotal?: boolean;
+    /** Read the contacts' identities in the page's statement (the operation asks for them). */
+    withIdentities?: boolean;
     /** Plugins' filter arguments, by name (src/contacts/filters.ts). */
     [argument: string]: unknown;
   },
@@ -278,13 +301,13 @@ export async function contactPage(
     usedFilters(args).map(({ filter, value }) => filter.condition(ctx, value)),
   );
   const filter = { ...filterOf(args), conditions };
+  const page = { orderBy: args.orderBy ?? 'NAME', order: args.order ?? 'ASC', limit, offset };
   const [items, total] = await Promise.all([
-    selectContactPage(db, workspaceId, filter, {
-      orderBy: args.orderBy ?? 'NAME',
-      order: args.order ?? 'ASC',
-      limit,
-      offset,
-    }),
+    args.withIdentities
+      ? selectContactPageWithIdentities(db, workspaceId, filter, page).then((rows) =>
+          rows.map((row) => primed(ctx, row)),
+        )
+      : selectContactPage(db, workspaceId, filter, page),
     args.withTotal === false
       ? 0
       : isFiltered(filter)
