@@ -177,39 +177,51 @@ export interface PageRequest {
   offset: number;
 }
 
-/** One offset page of contacts in the asked order; id breaks ties in the same direction. */
-export function selectContactPage(
+export interface PageRead {
+  /** Each contact's identities, read in the page's statement. */
+  identities?: boolean;
+  /** The workspace's stored contact count, read in the page's statement (unfiltered only). */
+  storedTotal?: boolean;
+}
+
+/**
+ * One offset page of contacts in the asked order; id breaks ties in the same direction.
+ * Unfiltered, `storedTotal` reads the stored count as a column of the page's rows, and
+ * alone when the page is empty.
+ */
+export async function selectContactPage(
   db: Db,
   workspaceId: string,
   filter: ContactFilter,
   page: PageRequest,
-): Promise<Contact[]> {
-  return pageOf(db, workspaceId, filter, page, false);
+  read: PageRead = {},
+): Promise<{ items: (Contact | ContactWithIdentities)[]; storedTotal: number | null }> {
+  const filtered = isFiltered(filter);
+  const counted = Boolean(read.storedTotal) && !filtered;
+  const rows: (Contact & { identities?: IdentityJson[]; total?: number | null })[] = filtered
+    ? await filteredPage(db, workspaceId, filter, page, Boolean(read.identities))
+    : await contactPage(
+        db,
+        `${page.orderBy}-${page.order}-${read.identities ? 'identities' : 'plain'}-${
+          counted ? 'counted' : 'uncounted'
+        }`,
+        { workspaceId, limit: page.limit, offset: page.offset },
+      );
+  const items = rows.map(({ total: _total, ...row }) =>
+    row.identities ? withIdentities(row as Contact & { identities: IdentityJson[] }) : row,
+  );
+  if (!counted) return { items, storedTotal: null };
+  const stored = rows[0] ? (rows[0].total ?? 0) : await storedContactCount(db, workspaceId);
+  return { items, storedTotal: stored };
 }
 
-/** {@link selectContactPage} with each contact's identities, in the same statement. */
-export async function selectContactPageWithIdentities(
-  db: Db,
-  workspaceId: string,
-  filter: ContactFilter,
-  page: PageRequest,
-): Promise<ContactWithIdentities[]> {
-  const rows = await pageOf(db, workspaceId, filter, page, true);
-  return rows.map((row) => withIdentities(row as Contact & { identities: IdentityJson[] }));
-}
-
-function pageOf(
+function filteredPage(
   db: Db,
   workspaceId: string,
   filter: ContactFilter,
   page: PageRequest,
   identities: boolean,
-): Promise<Contact[]> {
-  if (!isFiltered(filter)) {
-    const { limit, offset } = page;
-    const shape = `${page.orderBy}-${page.order}-${identities ? 'identities' : 'plain'}` as const;
-    return contactPage(db, shape, { workspaceId, limit, offset });
-  }
+) {
   const direction = page.order === 'DESC' ? desc : asc;
   const key = page.orderBy === 'CREATED_AT' ? contacts.createdAt : lowerName;
   return db
@@ -221,26 +233,32 @@ function pageOf(
     .offset(page.offset);
 }
 
+/** The stored count as a column of a page's rows. */
+const storedTotalColumn = sql<
+  number | null
+>`(select ${workspaceCounts.contacts} from ${workspaceCounts}
+  where ${workspaceCounts.workspaceId} = "contacts"."workspace_id")`;
+
+type PageShape =
+  `${ContactOrder}-${SortOrder}-${'identities' | 'plain'}-${'counted' | 'uncounted'}`;
+
 /** An unfiltered page (the list a workspace opens on), built once per order. */
-const contactPage = preparedFamily(
-  'svc_contact_page',
-  (db, shape: `${ContactOrder}-${SortOrder}-${'identities' | 'plain'}`) => {
-    const [orderBy, order, identities] = shape.split('-');
-    const direction = order === 'DESC' ? desc : asc;
-    const key = orderBy === 'CREATED_AT' ? contacts.createdAt : lowerName;
-    return db
-      .select(
-        identities === 'identities'
-          ? { ...contactColumns, identities: identitiesColumn }
-          : contactColumns,
-      )
-      .from(contacts)
-      .where(eq(contacts.workspaceId, sql.placeholder('workspaceId')))
-      .orderBy(direction(key), direction(contacts.id))
-      .limit(sql.placeholder('limit'))
-      .offset(sql.placeholder('offset'));
-  },
-);
+const contactPage = preparedFamily('svc_contact_page', (db, shape: PageShape) => {
+  const [orderBy, order, identities, counted] = shape.split('-');
+  const direction = order === 'DESC' ? desc : asc;
+  const key = orderBy === 'CREATED_AT' ? contacts.createdAt : lowerName;
+  return db
+    .select({
+      ...contactColumns,
+      ...(identities === 'identities' ? { identities: identitiesColumn } : {}),
+      ...(counted === 'counted' ? { total: storedTotalColumn } : {}),
+    })
+    .from(contacts)
+    .where(eq(contacts.workspaceId, sql.placeholder('workspaceId')))
+    .orderBy(direction(key), direction(contacts.id))
+    .limit(sql.placeholder('limit'))
+    .offset(sql.placeholder('offset'));
+});
 
 /** Every contact matching a filter: a statement of its own, run beside the page walk. */
 export async function countMatchingContacts(

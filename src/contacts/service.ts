@@ -23,10 +23,8 @@ import {
   insertIdentity,
   isFiltered,
   selectContactPage,
-  selectContactPageWithIdentities,
   type ContactWithIdentities,
   selectContactsByName,
-  storedContactCount,
   touchContact,
   type ContactFilter,
   type ContactOrder,
@@ -302,17 +300,18 @@ export async function contactPage(
   );
   const filter = { ...filterOf(args), conditions };
   const page = { orderBy: args.orderBy ?? 'NAME', order: args.order ?? 'ASC', limit, offset };
-  const [items, total] = await Promise.all([
-    args.withIdentities
-      ? selectContactPageWithIdentities(db, workspaceId, filter, page).then((rows) =>
-          rows.map((row) => primed(ctx, row)),
-        )
-      : selectContactPage(db, workspaceId, filter, page),
-    args.withTotal === false
-      ? 0
-      : isFiltered(filter)
-        ? countMatchingContacts(db, workspaceId, filter)
-        : storedContactCount(db, workspaceId),
+  const withTotal = args.withTotal !== false;
+  const filtered = isFiltered(filter);
+  const [read, counted] = await Promise.all([
+    selectContactPage(db, workspaceId, filter, page, {
+      identities: args.withIdentities,
+      storedTotal: withTotal && !filtered,
+    }),
+    withTotal && filtered ? countMatchingContacts(db, workspaceId, filter) : null,
   ]);
+  const items = args.withIdentities
+    ? read.items.map((item) => primed(ctx, item as ContactWithIdentities))
+    : read.items;
+  const total = counted ?? read.storedTotal ?? 0;
   return { items, total, limit };
 }

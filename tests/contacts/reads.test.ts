@@ -216,7 +216,8 @@ describe('contactPage', () => {
       if (offset + page.limit >= page.total) break;
     }
     expect(walked).toEqual(all);
-    expect((await contactPage({ offset: 10 })).items).toEqual([]);
+    // Past the end the page is empty and still counts every contact.
+    expect(await contactPage({ offset: 10 })).toMatchObject({ items: [], total: 6 });
   });
 
   test('order DESC reverses; orderBy CREATED_AT follows creation', async () => {
