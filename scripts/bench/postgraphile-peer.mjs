@@ -14,8 +14,8 @@
 //    allContacts, allTasks and allWorkspaceCounts (no node(id), no by-key fetchers).
 //  - Authentication: the bearer token (`a1_` + base64url(workspace id, token id, secret))
 //    is parsed and looked up once per request in `grafast.context`, with the statement of
-//    scale-baseline.ts `actor()` and the sha256 + timingSafeEqual check of
-//    src/auth/secrets.ts; a failed lookup answers 401 before any execution.
+//    scale-baseline.ts `actor()` and src/auth/secrets.ts's parse and check; a failed
+//    lookup answers 401 before any execution.
 //  - Scoping: no RLS (the bench database is not ours to alter), and no pgSettings either
 //    (they would only cost a transaction and set_config per request with nothing reading
 //    them). Instead the three root fields are wrapped (wrapPlans) to add
@@ -32,11 +32,12 @@
 //    PostGraphile renders bigint as a string ("1000000").
 //  - `{ version }` has no PostGraphile counterpart; POSTGRAPHILE_QUERIES.version is
 //    `{ __typename }`: the token lookup and the HTTP/GraphQL overhead, no table read.
-import { createHash, timingSafeEqual } from 'node:crypto';
 import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
+// The service's own token parsing (this file runs under tsx, as scale.ts spawns it).
+import { parseSecret, secretMatches } from '../../src/auth/secrets.js';
 
 /** The service's pool (createDatabase's default); PostGraphile gets the same. */
 export const POOL = 10;
@@ -91,34 +92,6 @@ export const POSTGRAPHILE_QUERIES = {
 };
 
 // ---------------------------------------------------------------------------- tokens
-
-const SECRET_BYTES = 32;
-const ENCODED_BYTES = 16 + 16 + SECRET_BYTES;
-
-function uuidText(bytes) {
-  const hex = bytes.toString('hex');
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
-}
-
-/** src/auth/secrets.ts parseSecret: prefix + base64url(workspace id, row id, secret). */
-function parseSecret(prefix, text) {
-  if (!text.startsWith(prefix)) return null;
-  const encoded = text.slice(prefix.length);
-  if (!/^[A-Za-z0-9_-]+$/.test(encoded)) return null;
-  const payload = Buffer.from(encoded, 'base64url');
-  if (payload.length !== ENCODED_BYTES) return null;
-  return {
-    workspaceId: uuidText(payload.subarray(0, 16)),
-    id: uuidText(payload.subarray(16, 32)),
-    secret: payload.subarray(32),
-  };
-}
-
-/** src/auth/secrets.ts secretMatches: the stored sha256 against the presented secret's. */
-function secretMatches(stored, presented) {
-  const hash = createHash('sha256').update(presented).digest();
-  return stored.length === hash.length && timingSafeEqual(stored, hash);
-}
 
 /** The statement of scale-baseline.ts `actor()` (src/auth/credentials.ts). */
 const ACTOR = `select t.secret_hash, t.name, t.scopes, t.last_used_at, u.id as user_id, u.role
