@@ -165,9 +165,16 @@ const identitiesColumn = sql<IdentityJson[]>`coalesce((select json_agg(json_buil
 /** A contact and its identities, read together. */
 export type ContactWithIdentities = Contact & { identities: ContactIdentity[] };
 
-function withIdentities<T extends Contact>(row: T & { identities: IdentityJson[] }) {
-  const identities = row.identities.map((i) => ({ ...i, createdAt: new Date(i.createdAt) }));
-  return { ...row, identities };
+/**
+ * The row with its identities as the domain's objects. The row and the parsed JSON are
+ * this read's own, so their dates are set in place (no copies for the collector).
+ */
+function withIdentities<T extends Contact>(
+  row: T & { identities: IdentityJson[] },
+): T & { identities: ContactIdentity[] } {
+  const identities = row.identities as unknown as ContactIdentity[];
+  for (const identity of identities) identity.createdAt = new Date(identity.createdAt);
+  return row as unknown as T & { identities: ContactIdentity[] };
 }
 
 export interface PageRequest {
@@ -207,11 +214,14 @@ export async function selectContactPage(
         }`,
         { workspaceId, limit: page.limit, offset: page.offset },
       );
-  const items = rows.map(({ total: _total, ...row }) =>
-    row.identities ? withIdentities(row as Contact & { identities: IdentityJson[] }) : row,
-  );
-  if (!counted) return { items, storedTotal: null };
-  const stored = rows[0] ? (rows[0].total ?? 0) : await storedContactCount(db, workspaceId);
+  const stored = !counted
+    ? null
+    : rows[0]
+      ? (rows[0].total ?? 0)
+      : await storedContactCount(db, workspaceId);
+  const finish = (row: Contact & { identities?: IdentityJson[] }) =>
+    row.identities ? withIdentities(row as Contact & { identities: IdentityJson[] }) : row;
+  const items = counted ? rows.map(({ total: _total, ...row }) => finish(row)) : rows.map(finish);
   return { items, storedTotal: stored };
 }
 
