@@ -88,10 +88,8 @@ export async function contactForIdentity(
     data: { name: contact.name },
   });
   await addIdentity(tx, workspaceId, contact.id, wanted);
-  for (const other of others) {
-    if (await findIdentityByKey(tx, workspaceId, other.channel, other.identifierKey)) continue;
-    await addIdentity(tx, workspaceId, contact.id, other);
-  }
+  // None of them had a holder above; one taken since is skipped by addIdentity.
+  for (const other of others) await addIdentity(tx, workspaceId, contact.id, other);
   return { contactId: contact.id, contactName: contact.name, created: true };
 }
 

@@ -1,6 +1,6 @@
 import { and, asc, desc, eq, getTableColumns, inArray, or, sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
-import { prepared, preparedFamily } from '../db/prepared.js';
+import { anyUuid, prepared, preparedFamily } from '../db/prepared.js';
 import type { NormalisedIdentity } from './channels.js';
 import {
   contactIdentities,
@@ -326,28 +326,22 @@ export async function findContactWithIdentities(
   return row && withIdentities(row);
 }
 
+/** One contact by its key, as placeholders. */
+const byKey = () =>
+  and(
+    eq(contacts.workspaceId, sql.placeholder('workspaceId')),
+    eq(contacts.id, sql.placeholder('id')),
+  );
+
 const contactWithIdentitiesById = prepared('svc_contact_with_identities_by_id', (db) =>
   db
     .select({ ...getTableColumns(contacts), identities: identitiesColumn })
     .from(contacts)
-    .where(
-      and(
-        eq(contacts.workspaceId, sql.placeholder('workspaceId')),
-        eq(contacts.id, sql.placeholder('id')),
-      ),
-    ),
+    .where(byKey()),
 );
 
 const contactById = prepared('svc_contact_by_id', (db) =>
-  db
-    .select()
-    .from(contacts)
-    .where(
-      and(
-        eq(contacts.workspaceId, sql.placeholder('workspaceId')),
-        eq(contacts.id, sql.placeholder('id')),
-      ),
-    ),
+  db.select().from(contacts).where(byKey()),
 );
 
 /** Whether the workspace holds a contact of this id (other domains check links with it). */
@@ -390,10 +384,7 @@ const contactsByIds = prepared('svc_contacts_by_ids', (db) =>
     .select()
     .from(contacts)
     .where(
-      and(
-        eq(contacts.workspaceId, sql.placeholder('workspaceId')),
-        sql`${contacts.id} = any(${sql.placeholder('ids')}::uuid[])`,
-      ),
+      and(eq(contacts.workspaceId, sql.placeholder('workspaceId')), anyUuid(contacts.id, 'ids')),
     ),
 );
 
@@ -510,7 +501,7 @@ const identitiesOf = prepared('svc_identities_of', (db) =>
     .where(
       and(
         eq(contactIdentities.workspaceId, sql.placeholder('workspaceId')),
-        sql`${contactIdentities.contactId} = any(${sql.placeholder('contactIds')}::uuid[])`,
+        anyUuid(contactIdentities.contactId, 'contactIds'),
       ),
     )
     .orderBy(asc(contactIdentities.createdAt), asc(contactIdentities.id)),

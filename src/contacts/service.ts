@@ -305,7 +305,7 @@ export async function contactPage(
   const [read, counted] = await Promise.all([
     selectContactPage(db, workspaceId, filter, page, {
       identities: args.withIdentities,
-      storedTotal: withTotal && !filtered,
+      storedTotal: withTotal, // read only where unfiltered
     }),
     withTotal && filtered ? countMatchingContacts(db, workspaceId, filter) : null,
   ]);

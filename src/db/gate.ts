@@ -64,7 +64,7 @@ interface Turns {
  * connection instead of once per request. Drizzle prepares only what is `.prepare()`d by
  * name; request statements have a bounded set of shapes (no SQL is built from input).
  */
-function prepared(options: { prepare?: boolean } | undefined): { prepare: boolean } {
+function asPrepared(options: { prepare?: boolean } | undefined): { prepare: boolean } {
   return { ...options, prepare: true };
 }
 
@@ -166,7 +166,7 @@ export function createQueryGate(database: Database, options: QueryGateOptions): 
       return {
         unsafe: (query, params, options) =>
           new LazyQuery((asValues) =>
-            track(tx.unsafe(query, params as never, prepared(options)), asValues),
+            track(tx.unsafe(query, params as never, asPrepared(options)), asValues),
           ),
         savepoint: (work) => tx.savepoint((inner) => work(held(inner))) as never,
       };
@@ -185,7 +185,7 @@ export function createQueryGate(database: Database, options: QueryGateOptions): 
       unsafe: (query, params, options) =>
         new LazyQuery((asValues) =>
           inTurn(() =>
-            track(database.sql.unsafe(query, params as never, prepared(options)), asValues),
+            track(database.sql.unsafe(query, params as never, asPrepared(options)), asValues),
           ),
         ),
       begin: (work) =>

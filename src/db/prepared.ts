@@ -1,4 +1,5 @@
-import type { PgPreparedQuery, PreparedQueryConfig } from 'drizzle-orm/pg-core';
+import { sql, type SQL } from 'drizzle-orm';
+import type { PgColumn, PgPreparedQuery, PreparedQueryConfig } from 'drizzle-orm/pg-core';
 import type { Sql } from 'postgres';
 import { drizzleOver, type Db } from './client.js';
 
@@ -71,4 +72,12 @@ export function prepared<V extends Record<string, unknown>, R>(
 ): (db: Db, values: V) => Promise<R> {
   const family = preparedFamily<'one', V, R>(name, (db) => build(db));
   return (db, values) => family(db, 'one', values);
+}
+
+/**
+ * `column = any($name::uuid[])`: a list of ids as one array parameter, so one statement
+ * serves every list length (`in ($1, $2, …)` would be a statement per length).
+ */
+export function anyUuid(column: PgColumn, name: string): SQL {
+  return sql`${column} = any(${sql.placeholder(name)}::uuid[])`;
 }

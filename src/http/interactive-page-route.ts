@@ -20,8 +20,12 @@ export async function sendInteractivePage(
   req: IncomingMessage,
   res: ServerResponse,
 ): Promise<void> {
-  page ??= renderInteractivePage().then((html) =>
-    createStaticAnswer(html, 'text/html; charset=utf-8'),
+  page ??= renderInteractivePage().then(
+    (html) => createStaticAnswer(html, 'text/html; charset=utf-8'),
+    (error: unknown) => {
+      page = null; // the next request tries again
+      throw error;
+    },
   );
   return sendStaticAnswer(req, res, await page);
 }

@@ -12,7 +12,7 @@ import {
   type SQLWrapper,
 } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
-import { prepared, preparedFamily } from '../db/prepared.js';
+import { anyUuid, prepared, preparedFamily } from '../db/prepared.js';
 import { tasks, type Task } from './tables.js';
 
 export type NewTaskRow = typeof tasks.$inferInsert;
@@ -196,7 +196,7 @@ const openTasksOfContacts = prepared('svc_open_tasks_of_contacts', (db) => {
     .where(
       and(
         eq(tasks.workspaceId, workspaceId),
-        sql`${tasks.contactId} = any(${sql.placeholder('contactIds')}::uuid[])`,
+        anyUuid(tasks.contactId, 'contactIds'),
         eq(tasks.status, 'open'),
       ),
     )
