@@ -97,6 +97,21 @@ class LazyQuery implements PromiseLike<unknown> {
 }
 
 /**
+ * Runs `work` on a connection no other statement is using. postgres.js would otherwise
+ * pipeline a statement onto a busy connection when none is idle, behind a statement that
+ * may wait for another caller's lock: head-of-line blocking across callers. A reserved
+ * connection waits in postgres.js's queue for the first idle one instead.
+ */
+async function onIdleConnection<T>(database: Database, work: (sql: Sql) => Promise<T>) {
+  const connection = await database.sql.reserve();
+  try {
+    return await work(connection);
+  } finally {
+    connection.release();
+  }
+}
+
+/**
  * Gates every graph request's statements (docs/scaling.md, "Fair use of the pool"):
  * one caller holds at most `share` pooled connections, and a cancelled request's
  * statements are cancelled in PostgreSQL rather than left to run on after its answer.
@@ -185,7 +200,9 @@ export function createQueryGate(database: Database, options: QueryGateOptions): 
       unsafe: (query, params, options) =>
         new LazyQuery((asValues) =>
           inTurn(() =>
-            track(database.sql.unsafe(query, params as never, asPrepared(options)), asValues),
+            onIdleConnection(database, (sql) =>
+              track(sql.unsafe(query, params as never, asPrepared(options)), asValues),
+            ),
           ),
         ),
       begin: (work) =>

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { sql } from 'drizzle-orm';
+import { sql, type SQL } from 'drizzle-orm';
 import type { ReservedSql } from 'postgres';
 import { createDatabase, type Database } from '../../src/db/client.js';
 import {
@@ -82,6 +82,41 @@ describe('createQueryGate', () => {
     expect([...rows]).toEqual([{ one: 1 }]);
     await release();
     await Promise.all(busy);
+  });
+
+  test("a statement never queues behind another caller's statement on a busy connection", async () => {
+    const release = await holdLock();
+    const other = await db.database.sql.reserve();
+    await other`select pg_advisory_lock(${LOCK + 1})`;
+    // Statements without parameters: postgres.js would pipeline later ones behind them.
+    const waitOn = (key: number) => sql.raw(`select pg_advisory_xact_lock(${key})`);
+    const start = async (caller: string, query: SQL) =>
+      [...(await gate.forRequest(caller, signal).db.execute(query))];
+    const signal = new AbortController().signal;
+    let ada: Promise<unknown>[] = [];
+    try {
+      ada = Array.from({ length: 2 }, () => start('ada', waitOn(LOCK)));
+      expect(await waitersReach(2)).toBe(2);
+      // The service's own statements (ungated) take the other four connections.
+      const internal = Array.from({ length: 4 }, () =>
+        pool.sql.unsafe(`select pg_advisory_xact_lock(${LOCK + 1})`).execute(),
+      );
+      expect(await waitersReach(6)).toBe(6);
+      const grace = start('grace', sql.raw('select 1 as one'));
+      await other`select pg_advisory_unlock(${LOCK + 1})`;
+      await Promise.all(internal);
+      // Ada's statements still wait for the lock: Grace's ran on a freed connection.
+      const outcome = await Promise.race([
+        grace,
+        new Promise((resolve) => setTimeout(() => resolve('still queued behind ada'), 3_000)),
+      ]);
+      expect(outcome).toEqual([{ one: 1 }]);
+    } finally {
+      await other`select pg_advisory_unlock_all()`;
+      other.release();
+      await release();
+    }
+    await Promise.all(ada);
   });
 
   test('an aborted request cancels its running statements in PostgreSQL and drops its queued ones', async () => {
