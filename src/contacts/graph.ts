@@ -10,6 +10,7 @@ import {
   searchCost,
 } from '../graph/costs.js';
 import { limited } from '../graph/input-limits.js';
+import { readAheadsSelected } from '../graph/read-ahead.js';
 import { selects } from '../graph/selection.js';
 import { IDENTITIES_PER_REQUEST, TEXT_MAX } from '../limits.js';
 import { contactFilters, usedFilters } from './filters.js';
@@ -139,7 +140,10 @@ builder.queryFields((t) => ({
     authScopes: readContacts,
     args: { id: t.arg({ type: 'UUID', required: true }) },
     resolve: (_root, args, ctx, info) =>
-      getContact(ctx, args.id, { withIdentities: selects(info, 'identities') }),
+      getContact(ctx, args.id, {
+        withIdentities: selects(info, 'identities'),
+        readAheads: readAheadsSelected(info, ctx),
+      }),
   }),
   contacts: t.field({
     type: ContactConnection,

@@ -1,5 +1,6 @@
 import { and, asc, desc, eq, getTableColumns, inArray, or, sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
+import { jsonRows } from '../db/json-rows.js';
 import { anyUuid, prepared, preparedFamily } from '../db/prepared.js';
 import type { NormalisedIdentity } from './channels.js';
 import {
@@ -139,10 +140,7 @@ const contactColumns = {
   updatedAt: contacts.updatedAt,
 };
 
-/** A contact's identities as they come in one JSON column of its row. */
-interface IdentityJson extends Omit<ContactIdentity, 'createdAt'> {
-  createdAt: string;
-}
+const identityRows = jsonRows<ContactIdentity>(getTableColumns(contactIdentities));
 
 /**
  * A contact's identities, oldest first, as one JSON column of the contact's row: a contact
@@ -150,14 +148,8 @@ interface IdentityJson extends Omit<ContactIdentity, 'createdAt'> {
  * The outer row is named in full: Drizzle leaves a one-table select's columns unqualified,
  * and inside the subquery those would name the identity's own.
  */
-const identitiesColumn = sql<IdentityJson[]>`coalesce((select json_agg(json_build_object(
-    'workspaceId', ${contactIdentities.workspaceId}, 'id', ${contactIdentities.id},
-    'contactId', ${contactIdentities.contactId}, 'channel', ${contactIdentities.channel},
-    'identifier', ${contactIdentities.identifier},
-    'identifierKey', ${contactIdentities.identifierKey},
-    'identifierDigits', ${contactIdentities.identifierDigits},
-    'displayName', ${contactIdentities.displayName}, 'createdAt', ${contactIdentities.createdAt}
-  ) order by ${contactIdentities.createdAt}, ${contactIdentities.id})
+const identitiesColumn = sql<unknown>`coalesce((select json_agg(${identityRows.object}
+    order by ${contactIdentities.createdAt}, ${contactIdentities.id})
   from ${contactIdentities}
   where ${contactIdentities.workspaceId} = "contacts"."workspace_id"
     and ${contactIdentities.contactId} = "contacts"."id"), '[]'::json)`;
@@ -165,16 +157,12 @@ const identitiesColumn = sql<IdentityJson[]>`coalesce((select json_agg(json_buil
 /** A contact and its identities, read together. */
 export type ContactWithIdentities = Contact & { identities: ContactIdentity[] };
 
-/**
- * The row with its identities as the domain's objects. The row and the parsed JSON are
- * this read's own, so their dates are set in place (no copies for the collector).
- */
+/** The row with its identities as the domain's objects (set in place: the row is this read's). */
 function withIdentities<T extends Contact>(
-  row: T & { identities: IdentityJson[] },
-): T & { identities: ContactIdentity[] } {
-  const identities = row.identities as unknown as ContactIdentity[];
-  for (const identity of identities) identity.createdAt = new Date(identity.createdAt);
-  return row as unknown as T & { identities: ContactIdentity[] };
+  row: T & { identities: unknown },
+): T & ContactWithIdentities {
+  row.identities = identityRows.revive(row.identities);
+  return row as T & ContactWithIdentities;
 }
 
 export interface PageRequest {
@@ -205,7 +193,7 @@ export async function selectContactPage(
 ): Promise<{ items: (Contact | ContactWithIdentities)[]; storedTotal: number | null }> {
   const filtered = isFiltered(filter);
   const counted = Boolean(read.storedTotal) && !filtered;
-  const rows: (Contact & { identities?: IdentityJson[]; total?: number | null })[] = filtered
+  const rows: (Contact & { identities?: unknown; total?: number | null })[] = filtered
     ? await filteredPage(db, workspaceId, filter, page, Boolean(read.identities))
     : await contactPage(
         db,
@@ -219,8 +207,8 @@ export async function selectContactPage(
     : rows[0]
       ? (rows[0].total ?? 0)
       : await storedContactCount(db, workspaceId);
-  const finish = (row: Contact & { identities?: IdentityJson[] }) =>
-    row.identities ? withIdentities(row as Contact & { identities: IdentityJson[] }) : row;
+  const finish = (row: Contact & { identities?: unknown }) =>
+    read.identities ? withIdentities(row as Contact & { identities: unknown }) : row;
   const items = counted ? rows.map(({ total: _total, ...row }) => finish(row)) : rows.map(finish);
   return { items, storedTotal: stored };
 }
@@ -316,14 +304,46 @@ export async function findContact(
   return row;
 }
 
-/** A contact with its identities, in one statement; undefined when there is none. */
-export async function findContactWithIdentities(
+/** A column another domain's field adds to a contact's row (src/graph/read-ahead.ts). */
+export interface ContactColumn {
+  /** The row's property holding it. */
+  name: string;
+  column: SQL;
+}
+
+/** What a contact's statement reads besides the contact. */
+export interface ContactRead {
+  identities: boolean;
+  columns: readonly ContactColumn[];
+  /** The columns' placeholders. */
+  values: Record<string, unknown>;
+}
+
+/** A contact as {@link findContactReading} reads it. */
+export type ContactReadRow = Contact & { identities?: ContactIdentity[] } & Record<string, unknown>;
+
+/**
+ * A contact with, in the same statement, its identities and other domains' columns (each
+ * the row's property of its name); undefined when there is none.
+ */
+export async function findContactReading(
   db: Db,
   workspaceId: string,
   id: string,
-): Promise<ContactWithIdentities | undefined> {
-  const [row] = await contactWithIdentitiesById(db, { workspaceId, id });
-  return row && withIdentities(row);
+  read: ContactRead,
+): Promise<ContactReadRow | undefined> {
+  const shape = [read.identities ? 'identities' : 'plain', ...read.columns.map((c) => c.name)];
+  const [row] = await contactReading(
+    db,
+    shape.join('_'),
+    { ...read.values, workspaceId, id },
+    read.identities,
+    read.columns,
+  );
+  if (!row) return undefined;
+  return (
+    read.identities ? withIdentities(row as Contact & { identities: unknown }) : row
+  ) as ContactReadRow;
 }
 
 /** One contact by its key, as placeholders. */
@@ -333,11 +353,17 @@ const byKey = () =>
     eq(contacts.id, sql.placeholder('id')),
   );
 
-const contactWithIdentitiesById = prepared('svc_contact_with_identities_by_id', (db) =>
-  db
-    .select({ ...getTableColumns(contacts), identities: identitiesColumn })
-    .from(contacts)
-    .where(byKey()),
+const contactReading = preparedFamily(
+  'svc_contact_reading',
+  (db, _shape: string, identities: boolean, columns: readonly ContactColumn[]) =>
+    db
+      .select({
+        ...getTableColumns(contacts),
+        ...(identities ? { identities: identitiesColumn } : {}),
+        ...Object.fromEntries(columns.map(({ name, column }) => [name, column])),
+      })
+      .from(contacts)
+      .where(byKey()),
 );
 
 const contactById = prepared('svc_contact_by_id', (db) =>

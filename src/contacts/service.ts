@@ -1,4 +1,5 @@
 import { signedIn, type Context } from '../context.js';
+import type { ReadAheadChoice } from '../graph/read-ahead.js';
 import type { Db } from '../db/client.js';
 import { refuse } from '../errors.js';
 import { checkText, IDENTITIES_PER_CONTACT, IDENTITIES_PER_REQUEST, TEXT_MAX } from '../limits.js';
@@ -17,7 +18,7 @@ import {
   countMatchingContacts,
   deleteIdentity,
   findContact,
-  findContactWithIdentities,
+  findContactReading,
   findIdentityByKey,
   insertContact,
   insertIdentity,
@@ -221,19 +222,33 @@ export async function deleteContactIdentity(
 
 /**
  * A contact by id. `withIdentities` (the operation asks for them) reads its identities in
- * the same statement and hands them to the request's identities loader.
+ * the same statement and hands them to the request's identities loader; each of
+ * `readAheads` (other domains' fields the operation selects) reads its column there too
+ * and hands it to its own loader.
  */
 export async function getContact(
   ctx: Context,
   id: string,
-  options: { withIdentities?: boolean } = {},
+  options: { withIdentities?: boolean; readAheads?: readonly ReadAheadChoice[] } = {},
 ): Promise<Contact> {
   const { workspaceId } = signedIn(ctx);
   const db = ctx.database.db;
-  const contact = options.withIdentities
-    ? primed(ctx, await findContactWithIdentities(db, workspaceId, id))
-    : await findContact(db, workspaceId, id);
+  const readAheads = options.readAheads ?? [];
+  if (!options.withIdentities && readAheads.length === 0) {
+    const contact = await findContact(db, workspaceId, id);
+    if (!contact) throw refuse('contact_not_found');
+    return contact;
+  }
+  const contact = await findContactReading(db, workspaceId, id, {
+    identities: Boolean(options.withIdentities),
+    columns: readAheads.map(({ readAhead }) => readAhead),
+    values: Object.assign({}, ...readAheads.map(({ values }) => values)) as Record<string, unknown>,
+  });
   if (!contact) throw refuse('contact_not_found');
+  if (contact.identities) primed(ctx, contact as ContactWithIdentities);
+  for (const { readAhead, values } of readAheads) {
+    readAhead.prime(ctx, contact.id, contact[readAhead.name], values);
+  }
   return contact;
 }
 

@@ -42,17 +42,23 @@ function sessionOf(db: Db): SessionParts {
  * postgres.js prepares it on each connection by its text (src/db/gate.ts).
  *
  * `shape` names what varies in the SQL itself (which conditions are present), never a
- * value: a family has as many statements as shapes.
+ * value: a family has as many statements as shapes. `parts` (columns other domains add)
+ * build a shape's statement the first time it is seen, so a shape's name must say them.
  */
-export function preparedFamily<S extends string, V extends Record<string, unknown>, R>(
+export function preparedFamily<
+  S extends string,
+  V extends Record<string, unknown>,
+  R,
+  P extends unknown[] = [],
+>(
   name: string,
-  build: (db: Db, shape: S) => Preparable<R>,
-): (db: Db, shape: S, values: V) => Promise<R> {
+  build: (db: Db, shape: S, ...parts: P) => Preparable<R>,
+): (db: Db, shape: S, values: V, ...parts: P) => Promise<R> {
   const built = new Map<S, Prepared<R>>();
-  return (db, shape, values) => {
+  return (db, shape, values, ...parts) => {
     let statement = built.get(shape);
     if (!statement) {
-      statement = build(template, shape).prepare(`${name}_${shape}`);
+      statement = build(template, shape, ...parts).prepare(`${name}_${shape}`);
       built.set(shape, statement);
     }
     // The built statement's own fields, with the client and logger of the database it

@@ -8,12 +8,17 @@ import { Kind, type FieldNode, type GraphQLResolveInfo, type SelectionSetNode } 
  * Lets a resolver skip a statement nobody asked for, or fold one into its own.
  */
 export function selects(info: GraphQLResolveInfo, ...path: string[]): boolean {
+  return selected(info, ...path).length > 0;
+}
+
+/** The nodes of the fields at `path` below the field being resolved (see {@link selects}). */
+export function selected(info: GraphQLResolveInfo, ...path: string[]): readonly FieldNode[] {
   let nodes: readonly FieldNode[] = info.fieldNodes;
   for (const name of path) {
     nodes = nodes.flatMap((node) => fieldsNamed(info, node.selectionSet, name));
-    if (nodes.length === 0) return false;
+    if (nodes.length === 0) return nodes;
   }
-  return true;
+  return nodes;
 }
 
 /** The fields called `name` in a selection set, fragments included. */

@@ -3,6 +3,7 @@ import { contactLoaders } from '../contacts/loaders.js';
 import { builder } from '../graph/builder.js';
 import { connectionOf } from '../graph/connection.js';
 import { taskLoaders } from './loaders.js';
+import { openTasksFromColumn, openTasksOfContactColumn } from './queries.js';
 import {
   createTask,
   getTask,
@@ -15,6 +16,7 @@ import {
 import type { Task } from './tables.js';
 import { costs } from '../graph/complexity.js';
 import { limited } from '../graph/input-limits.js';
+import type { ReadAhead } from '../graph/read-ahead.js';
 import { TEXT_MAX } from '../limits.js';
 import { pageSize } from '../paging/index.js';
 
@@ -150,13 +152,27 @@ builder.mutationFields((t) => ({
   }),
 }));
 
+/** `contact(id) { tasks }` reads the tasks in the contact's statement. */
+const openTasksReadAhead: ReadAhead<{ openTasksFirst: number }> = {
+  name: 'openTasks',
+  column: openTasksOfContactColumn,
+  values: (args, ctx) => ({
+    openTasksFirst: pageSize(args['first'] as number | null | undefined, ctx.config),
+  }),
+  prime: (ctx, contactId, json, { openTasksFirst }) =>
+    void ctx.loaders
+      .of(taskLoaders)
+      .openTasksOfContact(openTasksFirst)
+      .prime(contactId, openTasksFromColumn(json)),
+};
+
 builder.objectField(ContactObject, 'tasks', (t) =>
   t.field({
     type: [TaskObject],
     description: "The contact's open tasks across every user; each names its owner in assigneeId.",
     args: { first: t.arg.int({ required: false }) },
     // One read for every contact of a page (a DataLoader): the rows are the cost.
-    extensions: costs({ cost: 0 }),
+    extensions: { ...costs({ cost: 0 }), readAhead: openTasksReadAhead },
     resolve: (contact, args, ctx) =>
       ctx.loaders
         .of(taskLoaders)

@@ -12,6 +12,7 @@ import {
   type SQLWrapper,
 } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
+import { jsonRows } from '../db/json-rows.js';
 import { anyUuid, prepared, preparedFamily } from '../db/prepared.js';
 import { tasks, type Task } from './tables.js';
 
@@ -213,3 +214,22 @@ const openTasksOfContacts = prepared('svc_open_tasks_of_contacts', (db) => {
     )
     .orderBy(sql`${tasks.dueOn} asc nulls last`, asc(tasks.id));
 });
+
+const openTaskRows = jsonRows<Task>(getTableColumns(tasks));
+
+/**
+ * The first open tasks of the contact whose row a statement reads (the outer `contacts`
+ * row), in the order of {@link selectOpenTasksOfContacts}, as one JSON column: a contact
+ * and its tasks in one statement. Their number is the placeholder `openTasksFirst`.
+ */
+export const openTasksOfContactColumn = sql<unknown>`coalesce((
+    select json_agg(picked.task order by picked.due_on asc nulls last, picked.id) from (
+      select ${openTaskRows.object} as task, ${tasks.dueOn} as due_on, ${tasks.id} as id
+      from ${tasks}
+      where ${tasks.workspaceId} = "contacts"."workspace_id"
+        and ${tasks.contactId} = "contacts"."id" and ${tasks.status} = 'open'
+      order by ${tasks.dueOn} asc nulls last, ${tasks.id}
+      limit ${sql.placeholder('openTasksFirst')}) picked), '[]'::json)`;
+
+/** {@link openTasksOfContactColumn}'s value as the domain's rows. */
+export const openTasksFromColumn = (json: unknown): Task[] => openTaskRows.revive(json);

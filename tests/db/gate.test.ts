@@ -90,8 +90,9 @@ describe('createQueryGate', () => {
     await other`select pg_advisory_lock(${LOCK + 1})`;
     // Statements without parameters: postgres.js would pipeline later ones behind them.
     const waitOn = (key: number) => sql.raw(`select pg_advisory_xact_lock(${key})`);
-    const start = async (caller: string, query: SQL) =>
-      [...(await gate.forRequest(caller, signal).db.execute(query))];
+    const start = async (caller: string, query: SQL) => [
+      ...(await gate.forRequest(caller, signal).db.execute(query)),
+    ];
     const signal = new AbortController().signal;
     let ada: Promise<unknown>[] = [];
     try {

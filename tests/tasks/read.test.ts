@@ -348,6 +348,123 @@ describe('Contact.tasks from the contacts fields', () => {
   });
 });
 
+describe("contact(id) { tasks } in the contact's own statement", () => {
+  const EVERY_FIELD = `id title dueOn status priority contactId assigneeId originSource
+    originEventId createdAt updatedAt completedAt`;
+
+  /** A contact with three open tasks of two users (one undated) and a done one. */
+  async function contactWithTasks() {
+    const ann = await member();
+    const bob = await member();
+    const name = `Read ahead ${randomUUID()}`;
+    const contact = await insertContact(db, svc.workspace, name);
+    await createTask(ann, { title: 'Undated', contactId: contact.id });
+    await createTask(bob, { title: 'Later', contactId: contact.id, dueOn: '2025-03-02' });
+    await createTask(ann, { title: 'Sooner', contactId: contact.id, dueOn: '2025-03-01' });
+    const done = await createTask(bob, { title: 'Done', contactId: contact.id });
+    await svc.graph(UPDATE_TASK, { id: done.id, input: { status: 'done' } }, bob.headers);
+    return { contact, name, ann };
+  }
+
+  test('answers every field as the page of contacts (each contact a loader read) does', async () => {
+    const { contact, name } = await contactWithTasks();
+    const one = await svc.graph(
+      `query ($id: UUID!) { contact(id: $id) { name tasks(first: 10) { ${EVERY_FIELD} } } }`,
+      { id: contact.id },
+    );
+    const paged = await svc.graph(
+      `query ($q: String) { contacts(q: $q, first: 1) { edges { node {
+        name tasks(first: 10) { ${EVERY_FIELD} } } } } }`,
+      { q: name },
+    );
+    expect(one.body.errors).toBeUndefined();
+    expect(paged.body.errors).toBeUndefined();
+    const read = one.body.data?.contact as { tasks: Record<string, unknown>[] };
+    expect(read.tasks.map((t) => t['title'])).toEqual(['Sooner', 'Later', 'Undated']);
+    const edges = (paged.body.data?.contacts as { edges: { node: unknown }[] }).edges;
+    expect(edges.map((e) => e.node)).toEqual([read]);
+  });
+
+  test("runs in the contact's statement: with tasks locked, that is the one that waits", async () => {
+    const { contact } = await contactWithTasks();
+    const holder = await svc.db.database.sql.reserve();
+    await holder`begin`;
+    await holder`lock table tasks in access exclusive mode`;
+    try {
+      const answer = svc.graph('query ($id: UUID!) { contact(id: $id) { name tasks { title } } }', {
+        id: contact.id,
+      });
+      const waiting = await waitingStatements(1);
+      expect(waiting).toHaveLength(1);
+      expect(waiting[0]).toMatch(/from "contacts"/);
+      expect(waiting[0]).toMatch(/from "tasks"/);
+      await holder`rollback`;
+      const { body } = await answer;
+      expect(body.errors).toBeUndefined();
+      expect(body.data?.contact).toEqual({
+        name: contact.name,
+        tasks: [{ title: 'Sooner' }, { title: 'Later' }, { title: 'Undated' }],
+      });
+    } finally {
+      await holder`rollback`;
+      holder.release();
+    }
+  });
+
+  test('aliases with their own first each get their own tasks', async () => {
+    const { contact } = await contactWithTasks();
+    const { body } = await svc.graph(
+      `query ($id: UUID!) { contact(id: $id) {
+        one: tasks(first: 1) { title } two: tasks(first: 2) { title } all: tasks { title } } }`,
+      { id: contact.id },
+    );
+    expect(body.errors).toBeUndefined();
+    expect(body.data?.contact).toEqual({
+      one: [{ title: 'Sooner' }],
+      two: [{ title: 'Sooner' }, { title: 'Later' }],
+      all: [{ title: 'Sooner' }, { title: 'Later' }, { title: 'Undated' }],
+    });
+  });
+
+  test('a first out of range is refused at the tasks field, the contact still answered', async () => {
+    const { contact } = await contactWithTasks();
+    const { body } = await svc.graph(
+      'query ($id: UUID!) { contact(id: $id) { name tasks(first: 0) { title } } }',
+      { id: contact.id },
+    );
+    expect(body.data).toBeNull();
+    expect(body.errors?.[0]).toEqual(
+      expect.objectContaining({
+        path: ['contact', 'tasks'],
+        extensions: expect.objectContaining({ reason: 'first_out_of_range' }),
+      }),
+    );
+  });
+
+  test("another workspace's contact is not found, tasks asked or not", async () => {
+    const { contact } = await contactWithTasks();
+    const stranger = await member(null, await createWorkspace(db));
+    const { body } = await svc.graph(
+      'query ($id: UUID!) { contact(id: $id) { name tasks { title } } }',
+      { id: contact.id },
+      stranger.headers,
+    );
+    expectRefusal(body, { code: 'NOT_FOUND', reason: 'contact_not_found' });
+  });
+});
+
+/** The reads waiting for a lock (other work of the service may wait too), once there are `count`. */
+async function waitingStatements(count: number): Promise<string[]> {
+  const deadline = Date.now() + 5_000;
+  for (;;) {
+    const rows = await svc.db.database.sql<{ query: string }[]>`
+      select query from pg_stat_activity
+      where datname = current_database() and wait_event_type = 'Lock' and query ilike 'select%'`;
+    if (rows.length >= count || Date.now() > deadline) return rows.map((row) => row.query);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
 describe('complexity', () => {
   const refused = (body: {
     errors?: { extensions: Record<string, unknown>; message: string }[];
