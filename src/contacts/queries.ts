@@ -148,7 +148,7 @@ const identityRows = jsonRows<ContactIdentity>(getTableColumns(contactIdentities
  * The outer row is named in full: Drizzle leaves a one-table select's columns unqualified,
  * and inside the subquery those would name the identity's own.
  */
-const identitiesColumn = sql<unknown>`coalesce((select json_agg(${identityRows.object}
+const identitiesColumn = sql<unknown>`coalesce((select json_agg(${identityRows.row}
     order by ${contactIdentities.createdAt}, ${contactIdentities.id})
   from ${contactIdentities}
   where ${contactIdentities.workspaceId} = "contacts"."workspace_id"

@@ -224,7 +224,7 @@ const openTaskRows = jsonRows<Task>(getTableColumns(tasks));
  */
 export const openTasksOfContactColumn = sql<unknown>`coalesce((
     select json_agg(picked.task order by picked.due_on asc nulls last, picked.id) from (
-      select ${openTaskRows.object} as task, ${tasks.dueOn} as due_on, ${tasks.id} as id
+      select ${openTaskRows.row} as task, ${tasks.dueOn} as due_on, ${tasks.id} as id
       from ${tasks}
       where ${tasks.workspaceId} = "contacts"."workspace_id"
         and ${tasks.contactId} = "contacts"."id" and ${tasks.status} = 'open'
