@@ -231,11 +231,13 @@ function filteredPage(
     .offset(page.offset);
 }
 
-/** The stored count as a column of a page's rows. */
-const storedTotalColumn = sql<
-  number | null
->`(select ${workspaceCounts.contacts} from ${workspaceCounts}
-  where ${workspaceCounts.workspaceId} = "contacts"."workspace_id")`;
+/**
+ * The stored count as a column of a page's rows. It names the workspace by its placeholder,
+ * not the outer row's column, so PostgreSQL reads it once per statement, not once a row.
+ */
+const storedTotalColumn = sql<number | null>`(select ${workspaceCounts.contacts}
+  from ${workspaceCounts}
+  where ${workspaceCounts.workspaceId} = ${sql.placeholder('workspaceId')})`;
 
 type PageShape =
   `${ContactOrder}-${SortOrder}-${'identities' | 'plain'}-${'counted' | 'uncounted'}`;
