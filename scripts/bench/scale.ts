@@ -5,7 +5,8 @@
 //    the secondary indexes are dropped for the load and rebuilt from their own definitions;
 //  - measures requests/s and p50/p99 at fixed concurrency for `contactPage` (unfiltered,
 //    by name fragment, by digits), `contacts` by cursor (first page, far in), `tasks(date:)`
-//    and `contact(id)` with identities and tasks;
+//    and `contact(id)` with identities and tasks, and the CPU time per request of each
+//    serving process (less moved by the shared machine than requests a second);
 //  - prints EXPLAIN (ANALYZE, BUFFERS) of the search and first-page statements and the
 //    peak RSS (VmHWM) of the `svc serve` process.
 // The baseline runs in its own process (scale-baseline.ts), as the service and the load
@@ -53,7 +54,7 @@ const only = process.env.BENCH_ONLY?.split(',').filter(Boolean);
 async function spawnBaseline(
   databaseUrl: string,
   script = 'scripts/bench/scale-baseline.ts',
-): Promise<{ url: string; close(): Promise<void> }> {
+): Promise<{ url: string; pid: number; close(): Promise<void> }> {
   const child = spawn(process.execPath, ['--import', 'tsx', path.join(root, script)], {
     cwd: root,
     env: { ...process.env, BENCH_DATABASE_URL: databaseUrl },
@@ -65,6 +66,7 @@ async function spawnBaseline(
     if (url) {
       return {
         url,
+        pid: child.pid as number,
         close: () =>
           new Promise<void>((resolve) => {
             if (child.exitCode !== null) return resolve();
@@ -342,6 +344,8 @@ try {
   const pairs: Record<string, LoadResult> = {};
   const ratios: Record<string, number[]> = {};
   const peerRatios: Record<string, number[]> = {};
+  /** The service's CPU time per request over the baseline's: 2.0 means twice the work. */
+  const cpuRatios: Record<string, number[]> = {};
   for (let round = 1; round <= ROUNDS; round += 1) {
     console.log(`round ${round} of ${ROUNDS}`);
     for (const s of scenarios) {
@@ -352,12 +356,23 @@ try {
         headers,
         connections,
         seconds,
+        pid: baseline.pid,
       });
-      const svc = await load(`svc: ${s.name}`, { url: graph, body, headers, connections, seconds });
+      const svc = await load(`svc: ${s.name}`, {
+        url: graph,
+        body,
+        headers,
+        connections,
+        seconds,
+        pid: service.child.pid as number,
+      });
       pairs[svc.name] = base;
       pairs[base.name] = base;
       rows.push(base, svc);
       (ratios[s.name] ??= []).push(svc.requestsPerSecond / base.requestsPerSecond);
+      (cpuRatios[s.name] ??= []).push(
+        (svc.cpuMicrosPerRequest ?? 0) / (base.cpuMicrosPerRequest ?? 1),
+      );
       const peerRequest = peerBody(s);
       if (peer && peerRequest) {
         const pgl = await load(`  postgraphile: ${s.name}`, {
@@ -366,6 +381,7 @@ try {
           headers,
           connections,
           seconds,
+          pid: peer.pid,
         });
         pairs[pgl.name] = base;
         rows.push(pgl);
@@ -380,6 +396,10 @@ try {
     console.log(
       `  ${name.padEnd(44)} ${shown}   min ${Math.min(...list).toFixed(2)} max ${Math.max(...list).toFixed(2)}`,
     );
+  }
+  console.log('\nCPU time per request, service / baseline, each round:');
+  for (const [name, list] of Object.entries(cpuRatios)) {
+    console.log(`  ${name.padEnd(44)} ${list.map((ratio) => ratio.toFixed(2)).join(' ')}`);
   }
   if (peer) {
     console.log('\nservice / PostGraphile (own processes), each round, and the spread:');

@@ -2,6 +2,7 @@
 // and autocannon runs reported side by side with a baseline measured in the same run.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import autocannon from 'autocannon';
 import postgres from 'postgres';
@@ -97,6 +98,18 @@ export interface LoadResult {
   p50: number;
   p99: number;
   errors: number;
+  /** CPU time (user + system) the serving process spent per request, when its pid is known. */
+  cpuMicrosPerRequest?: number;
+}
+
+/**
+ * CPU time a process has used so far, in microseconds (utime + stime of /proc/<pid>/stat,
+ * in clock ticks of 10 ms). Unlike requests a second, it does not move with what the rest
+ * of a shared machine is doing.
+ */
+export function cpuMicros(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+  return (Number(fields[11]) + Number(fields[12])) * 10_000;
 }
 
 export async function load(
@@ -108,8 +121,11 @@ export async function load(
     headers?: Record<string, string>;
     connections?: number;
     seconds?: number;
+    /** The serving process: its CPU time per request is measured too. */
+    pid?: number;
   },
 ): Promise<LoadResult> {
+  const cpuBefore = options.pid === undefined ? 0 : cpuMicros(options.pid);
   const result = await autocannon({
     url: options.url,
     method: options.method ?? 'POST',
@@ -124,6 +140,9 @@ export async function load(
     p50: result.latency.p50,
     p99: result.latency.p99,
     errors: result.errors + result.non2xx,
+    ...(options.pid === undefined || result.requests.total === 0
+      ? {}
+      : { cpuMicrosPerRequest: (cpuMicros(options.pid) - cpuBefore) / result.requests.total }),
   };
 }
 
@@ -135,7 +154,11 @@ export function report(
 ): void {
   const lines = rows.map((row) => {
     const ratio = row.requestsPerSecond / (pairs[row.name] ?? baseline).requestsPerSecond;
-    return `${row.name.padEnd(40)} ${row.requestsPerSecond.toFixed(0).padStart(8)} req/s  p50 ${String(row.p50).padStart(4)} ms  p99 ${String(row.p99).padStart(4)} ms  ${(ratio * 100).toFixed(0).padStart(4)}% of baseline  errors ${row.errors}`;
+    const cpu =
+      row.cpuMicrosPerRequest === undefined
+        ? ''
+        : `  cpu ${row.cpuMicrosPerRequest.toFixed(0).padStart(5)} µs/req`;
+    return `${row.name.padEnd(40)} ${row.requestsPerSecond.toFixed(0).padStart(8)} req/s  p50 ${String(row.p50).padStart(4)} ms  p99 ${String(row.p99).padStart(4)} ms  ${(ratio * 100).toFixed(0).padStart(4)}% of baseline  errors ${row.errors}${cpu}`;
   });
   console.log(lines.join('\n'));
 }
