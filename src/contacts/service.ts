@@ -234,11 +234,6 @@ export async function getContact(
   const { workspaceId } = signedIn(ctx);
   const db = ctx.database.db;
   const readAheads = options.readAheads ?? [];
-  if (!options.withIdentities && readAheads.length === 0) {
-    const contact = await findContact(db, workspaceId, id);
-    if (!contact) throw refuse('contact_not_found');
-    return contact;
-  }
   const contact = await findContactReading(db, workspaceId, id, {
     identities: Boolean(options.withIdentities),
     columns: readAheads.map(({ readAhead }) => readAhead),

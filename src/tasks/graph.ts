@@ -16,6 +16,7 @@ import {
 import type { Task } from './tables.js';
 import { costs } from '../graph/complexity.js';
 import { limited } from '../graph/input-limits.js';
+import type { Context } from '../context.js';
 import type { ReadAhead } from '../graph/read-ahead.js';
 import { TEXT_MAX } from '../limits.js';
 import { pageSize } from '../paging/index.js';
@@ -152,6 +153,10 @@ builder.mutationFields((t) => ({
   }),
 }));
 
+/** The loader `Contact.tasks` reads for a page size: its read-ahead primes this one. */
+const openTasksOfContact = (ctx: Context, first: number) =>
+  ctx.loaders.of(taskLoaders).openTasksOfContact(first);
+
 /** `contact(id) { tasks }` reads the tasks in the contact's statement. */
 const openTasksReadAhead: ReadAhead<{ openTasksFirst: number }> = {
   name: 'openTasks',
@@ -160,10 +165,7 @@ const openTasksReadAhead: ReadAhead<{ openTasksFirst: number }> = {
     openTasksFirst: pageSize(args['first'] as number | null | undefined, ctx.config),
   }),
   prime: (ctx, contactId, json, { openTasksFirst }) =>
-    void ctx.loaders
-      .of(taskLoaders)
-      .openTasksOfContact(openTasksFirst)
-      .prime(contactId, openTasksFromColumn(json)),
+    void openTasksOfContact(ctx, openTasksFirst).prime(contactId, openTasksFromColumn(json)),
 };
 
 builder.objectField(ContactObject, 'tasks', (t) =>
@@ -174,9 +176,6 @@ builder.objectField(ContactObject, 'tasks', (t) =>
     // One read for every contact of a page (a DataLoader): the rows are the cost.
     extensions: { ...costs({ cost: 0 }), readAhead: openTasksReadAhead },
     resolve: (contact, args, ctx) =>
-      ctx.loaders
-        .of(taskLoaders)
-        .openTasksOfContact(pageSize(args.first, ctx.config))
-        .load(contact.id),
+      openTasksOfContact(ctx, pageSize(args.first, ctx.config)).load(contact.id),
   }),
 );
