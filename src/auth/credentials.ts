@@ -2,6 +2,7 @@ import { and, eq, sql, type SQL } from 'drizzle-orm';
 import type { PgColumn } from 'drizzle-orm/pg-core';
 import type { Actor } from '../context.js';
 import type { Db } from '../db/client.js';
+import { prepared } from '../db/prepared.js';
 import { users } from '../users/tables.js';
 import { workspaces } from '../workspaces/tables.js';
 import { capabilitiesOf, type AccessCatalogue } from './access.js';
@@ -39,19 +40,6 @@ export async function resolveCredential(
 }
 
 /**
- * The credential reads run on every request, so each is prepared once per pool: the
- * SQL is built once and PostgreSQL plans it once per connection.
- */
-function preparedPer<T>(build: (db: Db) => T): (db: Db) => T {
-  const cache = new WeakMap<Db, T>();
-  return (db) => {
-    let prepared = cache.get(db);
-    if (!prepared) cache.set(db, (prepared = build(db)));
-    return prepared;
-  };
-}
-
-/**
  * One credential row by its key, with the account it signs in: found only while that
  * account is enabled, its workspace active and the credential's own `live` tests hold.
  */
@@ -60,7 +48,6 @@ function credentialLookup<F extends Record<string, PgColumn>>(
   credential: typeof apiTokens | typeof sessions,
   fields: F,
   live: SQL[],
-  name: string,
 ) {
   return db
     .select({ ...fields, userId: users.id, role: users.role })
@@ -78,11 +65,14 @@ function credentialLookup<F extends Record<string, PgColumn>>(
         sql`${users.disabledAt} is null`,
         sql`${workspaces.deactivatedAt} is null`,
       ),
-    )
-    .prepare(name);
+    );
 }
 
-const tokenLookup = preparedPer((db) =>
+/**
+ * The credential reads run on every request: each is built once (src/db/prepared.ts)
+ * and PostgreSQL plans it once per connection.
+ */
+const tokenLookup = prepared('svc_token_lookup', (db) =>
   credentialLookup(
     db,
     apiTokens,
@@ -97,17 +87,15 @@ const tokenLookup = preparedPer((db) =>
       sql`${apiTokens.revokedAt} is null`,
       sql`(${apiTokens.expiresAt} is null or ${apiTokens.expiresAt} > now())`,
     ],
-    'svc_token_lookup',
   ),
 );
 
-const sessionLookup = preparedPer((db) =>
+const sessionLookup = prepared('svc_session_lookup', (db) =>
   credentialLookup(
     db,
     sessions,
     { secretHash: sessions.secretHash, expiresAt: sessions.expiresAt },
     [sql`${sessions.expiresAt} > now()`],
-    'svc_session_lookup',
   ),
 );
 
@@ -118,7 +106,7 @@ async function actorFromToken(
 ): Promise<Actor | null> {
   const parsed = parseSecret(TOKEN_PREFIX, text);
   if (!parsed) return null;
-  const [row] = await tokenLookup(db).execute({ workspaceId: parsed.workspaceId, id: parsed.id });
+  const [row] = await tokenLookup(db, { workspaceId: parsed.workspaceId, id: parsed.id });
   if (!row || !secretMatches(row.secretHash, parsed.secret)) return null;
   if (!row.lastUsedAt || Date.now() - row.lastUsedAt.getTime() > LAST_USED_RESOLUTION_MS) {
     await db
@@ -144,7 +132,7 @@ async function actorFromSession(
 ): Promise<Actor | null> {
   const parsed = parseSecret('', text);
   if (!parsed) return null;
-  const [row] = await sessionLookup(db).execute({ workspaceId: parsed.workspaceId, id: parsed.id });
+  const [row] = await sessionLookup(db, { workspaceId: parsed.workspaceId, id: parsed.id });
   if (!row || !secretMatches(row.secretHash, parsed.secret)) return null;
   return {
     userId: row.userId,
@@ -166,9 +154,9 @@ async function actorFromSession(
 export async function credentialLive(db: Db, actor: Actor): Promise<boolean> {
   const key = { workspaceId: actor.workspaceId };
   const [row] = actor.token
-    ? await tokenLookup(db).execute({ ...key, id: actor.token.id })
+    ? await tokenLookup(db, { ...key, id: actor.token.id })
     : actor.sessionId
-      ? await sessionLookup(db).execute({ ...key, id: actor.sessionId })
+      ? await sessionLookup(db, { ...key, id: actor.sessionId })
       : [];
   return row !== undefined && row.userId === actor.userId && row.role === actor.role;
 }

@@ -1,4 +1,4 @@
-import { sql, type SQL } from 'drizzle-orm';
+import { Column, fillPlaceholders, is, sql, type SQL } from 'drizzle-orm';
 import type { PgColumn, PgPreparedQuery, PreparedQueryConfig } from 'drizzle-orm/pg-core';
 import type { Sql } from 'postgres';
 import { drizzleOver, type Db } from './client.js';
@@ -7,8 +7,6 @@ import { drizzleOver, type Db } from './client.js';
 interface Preparable<R> {
   prepare(name: string): PgPreparedQuery<PreparedQueryConfig & { execute: R }>;
 }
-
-type Prepared<R> = PgPreparedQuery<PreparedQueryConfig & { execute: R }>;
 
 /**
  * Drizzle over no connection: statements are built against it, never run through it.
@@ -25,12 +23,90 @@ const template = drizzleOver({
  * request's gate, a transaction) and Drizzle's query logger.
  */
 interface SessionParts {
-  client: unknown;
-  logger: unknown;
+  client: Pick<Sql, 'unsafe'>;
+  logger: { logQuery(query: string, params: unknown[]): void };
 }
 
 function sessionOf(db: Db): SessionParts {
   return (db as unknown as { session: SessionParts }).session;
+}
+
+/** A selected value's place in the row object and what turns the driver's value into it. */
+interface SelectedField {
+  path: string[];
+  field: unknown;
+}
+
+/** The parts of Drizzle's prepared statement (not in its typings) a run needs. */
+interface BuiltStatement {
+  queryString: string;
+  params: unknown[];
+  fields?: SelectedField[];
+  joinsNotNullableMap?: Record<string, boolean>;
+  customResultMapper?: unknown;
+}
+
+type Decode = ((value: unknown) => unknown) | null;
+
+/** The column's or expression's decoder; null where the driver's value is the value. */
+function decoderOf(field: unknown): Decode {
+  const decoder = is(field, Column)
+    ? field
+    : ((field as { decoder?: Column }).decoder ??
+      (field as { _: { sql: { decoder: Column } } })._?.sql.decoder ??
+      (field as { sql: { decoder: Column } }).sql.decoder);
+  if (decoder.mapFromDriverValue === Column.prototype.mapFromDriverValue) return null;
+  return (value) => decoder.mapFromDriverValue(value);
+}
+
+/**
+ * Turns the rows of a flat selection (a key per value) into objects, with each value's
+ * decoder worked out once per statement. Drizzle's own mapping works out every value's
+ * kind of field, for every row, on every run: a fifth of a 50-row read's CPU.
+ */
+function flatRowMapper(fields: SelectedField[]): (rows: unknown[][]) => unknown[] {
+  const keys = fields.map(({ path }) => path[0] as string);
+  const decoders = fields.map(({ field }) => decoderOf(field));
+  return (rows) =>
+    rows.map((row) => {
+      const mapped: Record<string, unknown> = {};
+      for (let i = 0; i < keys.length; i += 1) {
+        const value = row[i];
+        const decode = decoders[i];
+        mapped[keys[i] as string] = value === null || !decode ? value : decode(value);
+      }
+      return mapped;
+    });
+}
+
+/**
+ * How a built statement runs on a database: its text and parameters as Drizzle built
+ * them, sent through the database's client (prepared there by its text), and its rows
+ * as Drizzle would map them. A nested selection (`{ contact: contacts }`, whose objects
+ * a join may null) keeps Drizzle's own run.
+ */
+function runnerOf<R>(
+  statement: PgPreparedQuery<PreparedQueryConfig & { execute: R }>,
+): (db: Db, values: Record<string, unknown>) => Promise<R> {
+  const built = statement as unknown as BuiltStatement;
+  const { queryString, params, fields } = built;
+  const flat = fields && !built.customResultMapper && fields.every(({ path }) => path.length === 1);
+  if (!flat) {
+    return (db, values) => {
+      // The built statement's own fields, with the client and logger of `db`.
+      const bound = Object.create(statement) as typeof statement & SessionParts;
+      Object.assign(bound, sessionOf(db));
+      return bound.execute(values);
+    };
+  }
+  const mapRows = flatRowMapper(fields);
+  return async (db, values) => {
+    const { client, logger } = sessionOf(db);
+    const filled = fillPlaceholders(params, values);
+    logger.logQuery(queryString, filled);
+    const rows = await client.unsafe(queryString, filled as never[], { prepare: true }).values();
+    return mapRows(rows) as R;
+  };
 }
 
 /**
@@ -54,20 +130,14 @@ export function preparedFamily<
   name: string,
   build: (db: Db, shape: S, ...parts: P) => Preparable<R>,
 ): (db: Db, shape: S, values: V, ...parts: P) => Promise<R> {
-  const built = new Map<S, Prepared<R>>();
+  const built = new Map<S, (db: Db, values: V) => Promise<R>>();
   return (db, shape, values, ...parts) => {
-    let statement = built.get(shape);
-    if (!statement) {
-      statement = build(template, shape, ...parts).prepare(`${name}_${shape}`);
-      built.set(shape, statement);
+    let run = built.get(shape);
+    if (!run) {
+      run = runnerOf(build(template, shape, ...parts).prepare(`${name}_${shape}`));
+      built.set(shape, run);
     }
-    // The built statement's own fields, with the client and logger of the database it
-    // runs on.
-    const { client, logger } = sessionOf(db);
-    const bound = Object.create(statement) as Prepared<R> & SessionParts;
-    bound.client = client;
-    bound.logger = logger;
-    return bound.execute(values);
+    return run(db, values);
   };
 }
 

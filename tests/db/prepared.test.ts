@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { sql } from 'drizzle-orm';
+import { eq, getTableColumns, sql } from 'drizzle-orm';
 import { drizzle } from 'drizzle-orm/postgres-js';
 import { createDatabase, type Database } from '../../src/db/client.js';
 import { createQueryGate, isCancellation } from '../../src/db/gate.js';
@@ -56,6 +56,52 @@ describe('statements built once and run through the database given', () => {
       expect(await family(pool.db, 'all', { limit: 1 })).toHaveLength(1);
     }
     expect(built).toEqual(['named', 'all']);
+  });
+
+  test('its rows are the objects Drizzle’s own select makes: values decoded, nulls kept', async () => {
+    const whole = prepared('test_workspace_whole', (d) =>
+      d
+        .select({
+          ...getTableColumns(workspaces),
+          upper: sql<string>`upper(${workspaces.name})`,
+          since: sql<Date>`${workspaces.createdAt}`.mapWith(workspaces.createdAt),
+        })
+        .from(workspaces)
+        .where(sql`${workspaces.name} = ${sql.placeholder('name')}`),
+    );
+    const [made] = await pool.db
+      .insert(workspaces)
+      .values({ name: 'Decoded', deactivatedAt: new Date('2026-01-02T03:04:05.678Z') })
+      .returning();
+    await pool.db.insert(workspaces).values({ name: 'Decoded' });
+    const rows = await whole(pool.db, { name: 'Decoded' });
+    const direct = await pool.db
+      .select({
+        ...getTableColumns(workspaces),
+        upper: sql<string>`upper(${workspaces.name})`,
+        since: sql<Date>`${workspaces.createdAt}`.mapWith(workspaces.createdAt),
+      })
+      .from(workspaces)
+      .where(eq(workspaces.name, 'Decoded'));
+    expect(rows).toEqual(direct);
+    const row = rows.find((r) => r.id === made?.id);
+    expect(row?.deactivatedAt).toEqual(new Date('2026-01-02T03:04:05.678Z'));
+    expect(row?.since).toBeInstanceOf(Date);
+    expect(row?.upper).toBe('DECODED');
+    expect(rows.find((r) => r.id !== made?.id)?.deactivatedAt).toBeNull();
+  });
+
+  test('a nested selection is mapped into its objects as Drizzle maps it', async () => {
+    const nested = prepared('test_workspace_nested', (d) =>
+      d
+        .select({ workspace: { id: workspaces.id, name: workspaces.name }, one: sql<number>`1` })
+        .from(workspaces)
+        .where(sql`${workspaces.name} = ${sql.placeholder('name')}`),
+    );
+    const [made] = await pool.db.insert(workspaces).values({ name: 'Nested' }).returning();
+    expect(await nested(pool.db, { name: 'Nested' })).toEqual([
+      { workspace: { id: made?.id, name: 'Nested' }, one: 1 },
+    ]);
   });
 
   test('in a transaction it sees the transaction’s own rows, and nobody else does', async () => {
