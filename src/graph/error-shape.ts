@@ -99,6 +99,11 @@ function isExecutionResult(result: unknown): result is ExecutionResult {
   return typeof result === 'object' && result !== null && !(Symbol.asyncIterator in result);
 }
 
+/** SPEC 7.1: an answer with errors that ran nothing says `data: null`. */
+export function withNullData(result: ExecutionResult): ExecutionResult {
+  return result.errors?.length && result.data === undefined ? { data: null, ...result } : result;
+}
+
 /**
  * Parse and validation errors skip `maskError`; Yoga marks them GRAPHQL_PARSE_FAILED or
  * GRAPHQL_VALIDATION_FAILED. This gives them the spec's VALIDATION shape instead. Every
@@ -133,7 +138,7 @@ export function useRequestErrorShape(): Plugin {
     },
     onResultProcess({ result, setResult }) {
       if (Array.isArray(result) || !isExecutionResult(result)) return;
-      if (result.errors?.length && result.data === undefined) setResult({ data: null, ...result });
+      setResult(withNullData(result));
     },
   };
 }

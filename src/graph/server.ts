@@ -1,6 +1,13 @@
-import type { GraphQLSchema } from 'graphql';
+import type { ExecutionResult, GraphQLSchema } from 'graphql';
 import { createServerAdapter } from '@whatwg-node/server';
-import { YogaServer, type YogaServerInstance, type YogaServerOptions } from 'graphql-yoga';
+import {
+  isAsyncIterable,
+  processRegularResult,
+  YogaServer,
+  type GraphQLParams,
+  type YogaServerInstance,
+  type YogaServerOptions,
+} from 'graphql-yoga';
 import type { Config } from '../config.js';
 import type { Context } from '../context.js';
 import type { Logger } from '../log.js';
@@ -10,7 +17,8 @@ import { ROOT_COSTS } from './costs.js';
 import { useInputLimits } from './input-limits.js';
 import { useOperationDeadline } from './deadline.js';
 import { useCompiledQueries } from './compiled-queries.js';
-import { createErrorMasker, useRequestErrorShape } from './error-shape.js';
+import { createErrorMasker, useRequestErrorShape, withNullData } from './error-shape.js';
+import type { JsonMediaType, JsonOperation } from './json-operation.js';
 import { useIntrospectionGate } from './introspection.js';
 import { yogaLogger } from './yoga-log.js';
 import {
@@ -35,7 +43,22 @@ export interface GraphServer {
    * wiring (an event stream needs it). For a plain operation, the common case.
    */
   handleOperation(request: Request, context: GraphServerContext): Promise<Response>;
+  /**
+   * One operation POSTed as JSON (src/graph/json-operation.ts), run through Yoga's
+   * operation pipeline: its parameter checks, envelop's parse, validate and execute with
+   * every plugin, its error masking. An answer without errors comes back as the JSON text
+   * Yoga would have written; any other is Yoga's own Response for that result.
+   */
+  answerJson(
+    operation: JsonOperation,
+    mediaType: JsonMediaType,
+    request: Request,
+    context: GraphServerContext,
+  ): Promise<JsonAnswer>;
 }
+
+/** An answer without errors (HTTP 200 with this text), or Yoga's Response for another. */
+export type JsonAnswer = { text: string; contentType: string } | { response: Response };
 
 /**
  * Yoga serving the schema at /api/graphql. Body caps, credentials and request guards run
@@ -53,6 +76,22 @@ export function createGraphServer(schema: GraphQLSchema, config: Config, log: Lo
     fetchAPI: adapter.fetchAPI,
     // Yoga's handler asks the adapter's `waitUntil` of its context; nothing here uses it.
     handleOperation: async (request, context) => yoga.handle(request, context as never),
+    async answerJson(operation, mediaType, request, context) {
+      const result = (await yoga.getResultForParams(
+        // Yoga's JSON parser hands on the body as it is, nulls included.
+        { params: operation as GraphQLParams, request },
+        context as never,
+      )) as ExecutionResult | AsyncIterable<ExecutionResult>;
+      // What Yoga's result processing does with a single result (processResult: our
+      // onResultProcess hook, then its regular processor), short of building a Response
+      // when there is nothing but data to write. A non-streaming request never gets an
+      // event stream here: subscriptions refuse it.
+      if (isAsyncIterable(result) || result.errors?.length || result.extensions?.http) {
+        const shaped = isAsyncIterable(result) ? result : withNullData(result);
+        return { response: processRegularResult(shaped as never, yoga.fetchAPI, mediaType) };
+      }
+      return { text: JSON.stringify(result), contentType: `${mediaType}; charset=utf-8` };
+    },
   };
 }
 

@@ -8,6 +8,7 @@ import type { Database } from '../db/client.js';
 import type { QueryGate } from '../db/gate.js';
 import type { EventBus } from '../events/bus.js';
 import { refuse, seconds, type AppError } from '../errors.js';
+import { jsonMediaType, jsonOperation } from '../graph/json-operation.js';
 import { GRAPH_PATH, type GraphServer, type GraphServerContext } from '../graph/server.js';
 import type { Logger } from '../log.js';
 import type { createCancellation } from './cancellation.js';
@@ -28,7 +29,13 @@ import {
   type SingleConnectionStep,
 } from './single-connection.js';
 import { asksForInteractivePage, sendInteractivePage } from './interactive-page-route.js';
-import { readBody, sendJson, sendWebResponse, toWebRequest } from './node-fetch-bridge.js';
+import {
+  readBody,
+  sendJson,
+  sendJsonText,
+  sendWebResponse,
+  toWebRequest,
+} from './node-fetch-bridge.js';
 
 export interface GraphRouteDeps {
   config: Config;
@@ -278,35 +285,29 @@ export function createGraphRoute(deps: GraphRouteDeps) {
       );
       const requestId = randomUUID();
       const responseCookies: string[] = [];
-      // A plain operation goes straight to Yoga's handler; a stream, and graphql-sse's
-      // single-connection steps (an adapter request hook serves them), through its adapter.
-      const response = await (streaming || step ? deps.graph.fetch : deps.graph.handleOperation)(
-        request,
-        createContext({
-          config,
-          database: deps.gate.forRequest(callerKey(actor, clientAddress), controller.signal),
-          log: log.child({ requestId }),
-          requestId,
-          actor,
-          access: deps.access,
-          clientAddress,
-          headers: request.headers,
-          responseCookies,
-          signal: controller.signal,
-          cancel: (reason) => controller.abort(reason),
-          events: deps.events,
-          ...(step?.kind === 'operate' && actor
-            ? {
-                singleConnection: {
-                  takeStreamSlot: () => streamSlots.tryTake(actor.userId),
-                  refusal: () => streamCapRefusal(config.graph.streamsPerUser, Number(retryAfter)),
-                },
-              }
-            : {}),
-        }),
-      );
-      if (reserved && response.status !== 201) reservations.drop(reserved);
-      await sendWebResponse(res, response, {
+      const context = createContext({
+        config,
+        database: deps.gate.forRequest(callerKey(actor, clientAddress), controller.signal),
+        log: log.child({ requestId }),
+        requestId,
+        actor,
+        access: deps.access,
+        clientAddress,
+        headers: request.headers,
+        responseCookies,
+        signal: controller.signal,
+        cancel: (reason) => controller.abort(reason),
+        events: deps.events,
+        ...(step?.kind === 'operate' && actor
+          ? {
+              singleConnection: {
+                takeStreamSlot: () => streamSlots.tryTake(actor.userId),
+                refusal: () => streamCapRefusal(config.graph.streamsPerUser, Number(retryAfter)),
+              },
+            }
+          : {}),
+      });
+      const sendOptions = {
         cookies: responseCookies,
         ...(actor || schemaOnly
           ? {}
@@ -316,7 +317,24 @@ export function createGraphRoute(deps: GraphRouteDeps) {
                 replacement: answerTooLargeBody,
               },
             }),
-      });
+      };
+      // The common request, one operation POSTed as JSON for a JSON answer, runs Yoga's
+      // operation pipeline without its request parsing and Response objects.
+      const operation = streaming || step ? null : jsonOperation(req.headers['content-type'], read);
+      const mediaType = operation && jsonMediaType(req.headers.accept);
+      if (operation && mediaType) {
+        const answer = await deps.graph.answerJson(operation, mediaType, request, context);
+        if ('response' in answer) return await sendWebResponse(res, answer.response, sendOptions);
+        return await sendJsonText(res, answer.text, answer.contentType, sendOptions);
+      }
+      // Anything else straight to Yoga's handler; a stream, and graphql-sse's
+      // single-connection steps (an adapter request hook serves them), through its adapter.
+      const response = await (streaming || step ? deps.graph.fetch : deps.graph.handleOperation)(
+        request,
+        context,
+      );
+      if (reserved && response.status !== 201) reservations.drop(reserved);
+      await sendWebResponse(res, response, sendOptions);
     } finally {
       release();
     }

@@ -133,11 +133,23 @@ async function sendWhole(
   const isJson = (response.headers.get('content-type') ?? '').includes('json');
   // A JSON answer is read as the text Yoga made, and a small one is written as that text:
   // Node then sends the head and the body in one write.
-  let body: Buffer | string | null = !response.body
+  const body: Buffer | string | null = !response.body
     ? null
     : isJson
       ? await response.text()
       : Buffer.from(await response.arrayBuffer());
+  await writeWhole(res, response.status, headers, body, isJson, cap);
+}
+
+/** Writes `body` with its length, held to `cap` if JSON, compressed when worth it. */
+async function writeWhole(
+  res: ServerResponse,
+  status: number,
+  headers: NodeHeaders,
+  body: Buffer | string | null,
+  isJson: boolean,
+  cap: SendOptions['cap'],
+): Promise<void> {
   let length = typeof body === 'string' ? Buffer.byteLength(body) : (body?.length ?? 0);
   if (body !== null && cap && isJson && length > cap.maxBytes) {
     body = JSON.stringify(cap.replacement());
@@ -149,8 +161,24 @@ async function sendWhole(
     length = body.length;
   }
   headers['content-length'] = String(length);
-  res.writeHead(response.status, headers);
+  res.writeHead(status, headers);
   res.end(body);
+}
+
+/**
+ * Writes a JSON answer made as text (the graph's answer without errors): with its
+ * cookies, held to `cap`, compressed when worth it, as {@link sendWebResponse} writes
+ * the same answer as a Response.
+ */
+export async function sendJsonText(
+  res: ServerResponse,
+  text: string,
+  contentType: string,
+  options: Omit<SendOptions, 'sized'> = {},
+): Promise<void> {
+  const headers: NodeHeaders = { 'content-type': contentType };
+  if (options.cookies?.length) headers['set-cookie'] = [...options.cookies];
+  await writeWhole(res, 200, headers, text, true, options.cap);
 }
 
 /**

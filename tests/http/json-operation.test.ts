@@ -1,0 +1,224 @@
+// One operation POSTed as JSON runs Yoga's operation pipeline without Yoga's request
+// parsing and Response objects (src/graph/json-operation.ts). Its answers must be the
+// ones Yoga's whole path gives: each case below is asked over HTTP (the JSON path) and of
+// Yoga's own handler in the same process, and the two answers compared.
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { resolveCredential } from '../../src/auth/credentials.js';
+import { createContext, type Actor } from '../../src/context.js';
+import { jsonMediaType, jsonOperation } from '../../src/graph/json-operation.js';
+import { GRAPH_PATH } from '../../src/graph/server.js';
+import { fixturePluginsDir } from '../support/env.js';
+import {
+  captureLogger,
+  startTestService,
+  testConfig,
+  type TestService,
+} from '../support/service.js';
+
+const ENV = { SVC_GRAPH_OPERATION_TIMEOUT: '300ms', SVC_GRAPH_RETRY_AFTER: '3s' };
+let svc: TestService;
+let admin: Actor;
+
+beforeAll(async () => {
+  svc = await startTestService({ env: ENV, plugins: { dir: fixturePluginsDir } });
+  const credential = await resolveCredential(svc.service.database.db, svc.service.access, {
+    authorization: `Bearer ${svc.adminToken}`,
+  });
+  if (!('actor' in credential) || !credential.actor) throw new Error('the admin token must work');
+  admin = credential.actor;
+});
+
+afterAll(() => svc.stop());
+
+interface Answer {
+  status: number;
+  contentType: string | null;
+  retryAfter: string | null;
+  body: unknown;
+}
+
+async function answerOf(response: Response): Promise<Answer> {
+  return {
+    status: response.status,
+    contentType: response.headers.get('content-type'),
+    retryAfter: response.headers.get('retry-after'),
+    body: JSON.parse(await response.text()) as unknown,
+  };
+}
+
+/** The request over HTTP: a plain JSON operation takes the JSON path. */
+async function overHttp(body: string, accept: string | null, signedIn: boolean): Promise<Answer> {
+  const response = await fetch(`${svc.url}${GRAPH_PATH}`, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      ...(accept === null ? {} : { accept }),
+      ...(signedIn ? svc.adminHeaders : {}),
+    },
+    body,
+  });
+  return answerOf(response);
+}
+
+/** The same request answered by Yoga's own handler, as before the JSON path. */
+async function ofYoga(body: string, accept: string | null, signedIn: boolean): Promise<Answer> {
+  const { graph } = svc.service.app;
+  const request = new graph.fetchAPI.Request(`http://localhost${GRAPH_PATH}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...(accept === null ? {} : { accept }) },
+    body,
+  });
+  const operation = new AbortController();
+  const context = createContext({
+    config: testConfig(ENV),
+    database: svc.service.database,
+    log: captureLogger().log,
+    requestId: 'yoga',
+    actor: signedIn ? admin : null,
+    access: svc.service.access,
+    clientAddress: '127.0.0.1',
+    headers: request.headers,
+    responseCookies: [],
+    signal: operation.signal,
+    cancel: (reason) => operation.abort(reason),
+    events: svc.service.events,
+  });
+  return answerOf(await graph.handleOperation(request, context));
+}
+
+const operations: [string, Record<string, unknown>, boolean][] = [
+  ['an answer with data', { query: '{ version }' }, true],
+  [
+    'variables and an operation name',
+    {
+      query: 'query V($n: Int) { probeNumbers(first: $n) } query W { version }',
+      variables: { n: 3 },
+      operationName: 'V',
+    },
+    true,
+  ],
+  ['a syntax error', { query: '{ version ' }, true],
+  ['an unknown field', { query: '{ nope }' }, true],
+  [
+    'a malformed variable',
+    { query: 'query ($n: Int) { probeNumbers(first: $n) }', variables: { n: 'x' } },
+    true,
+  ],
+  ['a page size out of range', { query: '{ probeNumbers(first: 0) }' }, true],
+  [
+    'an operation over the complexity limit',
+    {
+      query: `{ ${'abcdefghi'
+        .split('')
+        .map((a) => `${a}: probeNumbers(first: 300)`)
+        .join(' ')} }`,
+    },
+    true,
+  ],
+  ['an operation past its deadline', { query: '{ probeSlow }' }, true],
+  ['a refusal from a resolver, in a mutation', { query: 'mutation { logout }' }, true],
+  ['an anonymous caller asking for a signed-in field', { query: '{ me { id } }' }, false],
+  [
+    'an anonymous caller asking for the schema',
+    { query: '{ __schema { queryType { name } } }' },
+    false,
+  ],
+  ['an operation name that names nothing', { query: '{ version }', operationName: 'Nope' }, true],
+  [
+    'parameters given as null',
+    { query: '{ version }', variables: null, operationName: null, extensions: null },
+    true,
+  ],
+];
+
+const accepts: (string | null)[] = [
+  null,
+  '*/*',
+  'application/json',
+  'application/graphql-response+json',
+  'application/graphql-response+json, application/json;q=0.9',
+  'application/json, application/graphql-response+json',
+  'text/html, application/*',
+];
+
+describe('a JSON operation answers as Yoga answers it', () => {
+  test.each(operations)('%s, under every Accept', async (_name, params, signedIn) => {
+    const body = JSON.stringify(params);
+    expect(jsonOperation('application/json', Buffer.from(body))).not.toBeNull();
+    for (const accept of accepts) {
+      const [direct, yoga] = await Promise.all([
+        overHttp(body, accept, signedIn),
+        ofYoga(body, accept, signedIn),
+      ]);
+      expect({ accept, ...direct }).toEqual({ accept, ...yoga });
+    }
+  });
+});
+
+describe('what takes the JSON path', () => {
+  test.each([
+    ['a batch', '[{"query":"{ version }"}]'],
+    ['a body that is not JSON', '{ version }'],
+    ['a query that is not text', '{"query":1}'],
+    ['no query', '{"variables":{}}'],
+    ['an unknown parameter', '{"query":"{ version }","extra":1}'],
+    ['variables that are a list', '{"query":"{ version }","variables":[]}'],
+    ['an operation name that is not text', '{"query":"{ version }","operationName":1}'],
+    ['extensions that are text', '{"query":"{ version }","extensions":"x"}'],
+  ])('%s goes to Yoga, whose refusal stands', async (_name, body) => {
+    expect(jsonOperation('application/json', Buffer.from(body))).toBeNull();
+    const answer = await overHttp(body, null, true);
+    expect((answer.body as { errors?: unknown[] }).errors).not.toHaveLength(0);
+    expect(answer).toEqual(await ofYoga(body, null, true));
+  });
+
+  test('only a JSON body does', () => {
+    const body = Buffer.from('{"query":"{ version }"}');
+    expect(jsonOperation('application/json; charset=utf-8', body)).toEqual({
+      query: '{ version }',
+    });
+    expect(jsonOperation('application/graphql+json', body)).not.toBeNull();
+    expect(jsonOperation('application/graphql', body)).toBeNull();
+    expect(jsonOperation('text/plain', body)).toBeNull();
+    expect(jsonOperation(undefined, body)).toBeNull();
+    expect(jsonOperation('application/json', null)).toBeNull();
+  });
+
+  test.each([
+    [undefined, 'application/json'],
+    ['*/*', 'application/json'],
+    ['application/*', 'application/json'],
+    ['application/graphql-response+json', 'application/graphql-response+json'],
+    ['Application/GraphQL-Response+JSON; charset=UTF-8', 'application/graphql-response+json'],
+    ['application/graphql-response+json, application/json', 'application/graphql-response+json'],
+    ['application/json, application/graphql-response+json', 'application/json'],
+    ['application/json; charset=latin1, */*', 'application/json'],
+    ['application/json; charset=latin1', null],
+    ['multipart/mixed', null],
+    ['text/html', null],
+  ])('Accept %s is answered as %s', (accept, type) => {
+    expect(jsonMediaType(accept)).toBe(type);
+  });
+
+  test('an Accept the JSON path leaves to Yoga is answered as before', async () => {
+    const body = JSON.stringify({ query: '{ version }' });
+    const multipart = await fetch(`${svc.url}${GRAPH_PATH}`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        accept: 'multipart/mixed',
+        ...svc.adminHeaders,
+      },
+      body,
+    });
+    expect(multipart.status).toBe(200);
+    expect(multipart.headers.get('content-type')).toMatch(/^multipart\/mixed/);
+    expect(await multipart.text()).toContain('{"data":{"version":"0.9.0"}}');
+    const html = await fetch(`${svc.url}${GRAPH_PATH}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'text/html', ...svc.adminHeaders },
+      body,
+    });
+    expect(html.status).toBe(406);
+  });
+});
