@@ -1,4 +1,4 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 
 function uuidBytes(uuid: string): Buffer {
   return Buffer.from(uuid.replaceAll('-', ''), 'hex');
@@ -21,7 +21,8 @@ export interface MintedSecret {
 }
 
 export function hashSecret(secret: Uint8Array): Buffer {
-  return createHash('sha256').update(secret).digest();
+  // The one-shot hash: a Hash object's setup cost more than hashing 32 bytes.
+  return hash('sha256', secret, 'buffer');
 }
 
 /**
