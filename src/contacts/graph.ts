@@ -26,7 +26,8 @@ import {
   type ContactPage,
   type IdentityResult,
 } from './service.js';
-import type { Contact, ContactIdentity } from './tables.js';
+import type { IdentityView } from './queries.js';
+import type { Contact } from './tables.js';
 import type { Context } from '../context.js';
 
 /**
@@ -42,18 +43,16 @@ async function stored(contact: Contact, ctx: Context): Promise<Contact> {
   return (await ctx.loaders.of(contactLoaders).contacts.load(contact.id)) ?? contact;
 }
 
-export const ContactIdentityObject = builder
-  .objectRef<ContactIdentity>('ContactIdentity')
-  .implement({
-    description: "One of a contact's channel identities: an address, a number, a handle.",
-    fields: (t) => ({
-      id: t.expose('id', { type: 'UUID' }),
-      channel: t.exposeString('channel'),
-      identifier: t.exposeString('identifier', { description: 'As written (trimmed).' }),
-      displayName: t.exposeString('displayName', { nullable: true }),
-      createdAt: t.expose('createdAt', { type: 'DateTime' }),
-    }),
-  });
+export const ContactIdentityObject = builder.objectRef<IdentityView>('ContactIdentity').implement({
+  description: "One of a contact's channel identities: an address, a number, a handle.",
+  fields: (t) => ({
+    id: t.expose('id', { type: 'UUID' }),
+    channel: t.exposeString('channel'),
+    identifier: t.exposeString('identifier', { description: 'As written (trimmed).' }),
+    displayName: t.exposeString('displayName', { nullable: true }),
+    createdAt: t.expose('createdAt', { type: 'DateTime' }),
+  }),
+});
 
 ContactObject.implement({
   fields: (t) => ({

@@ -1,20 +1,20 @@
 import DataLoader from 'dataloader';
 import type { Db } from '../db/client.js';
 import { groupByKey } from '../loaders.js';
-import { selectContacts, selectIdentitiesOf } from './queries.js';
-import type { Contact, ContactIdentity } from './tables.js';
+import { selectContacts, selectIdentitiesOf, type IdentityView } from './queries.js';
+import type { Contact } from './tables.js';
 
 export interface ContactLoaders {
   /** A contact's identities; every contact of a page in one read. */
-  identities: DataLoader<string, ContactIdentity[]>;
+  identities: DataLoader<string, IdentityView[]>;
   /** Contacts by id, for parents that carry only `id` (plugins' contacts). */
   contacts: DataLoader<string, Contact | undefined>;
 }
 
 /** The identities loader over one batch read (`load` receives every id of a tick). */
 export function identitiesLoader(
-  load: (contactIds: readonly string[]) => Promise<ContactIdentity[]>,
-): DataLoader<string, ContactIdentity[]> {
+  load: (contactIds: readonly string[]) => Promise<(IdentityView & { contactId: string })[]>,
+): DataLoader<string, IdentityView[]> {
   return new DataLoader(async (ids) =>
     groupByKey(ids, await load(ids), (identity) => identity.contactId),
   );
