@@ -74,7 +74,21 @@ function accepts(accepted: string, type: string): boolean {
  * multipart answer).
  */
 export function jsonMediaType(accept: string | undefined): JsonMediaType | null {
-  const accepted = (accept || '*/*').replace(/\s/g, '').toLowerCase().split(',');
+  const text = accept || '*/*';
+  let type = answered.get(text);
+  if (type === undefined) {
+    if (answered.size >= ANSWERED_MAX) answered.clear();
+    answered.set(text, (type = mediaTypeFor(text)));
+  }
+  return type;
+}
+
+/** Accept headers seen lately: clients send few distinct ones, on every request. */
+const answered = new Map<string, JsonMediaType | null>();
+const ANSWERED_MAX = 256;
+
+function mediaTypeFor(accept: string): JsonMediaType | null {
+  const accepted = accept.replace(/\s/g, '').toLowerCase().split(',');
   for (const entry of accepted) {
     const [type = '', ...params] = entry.split(';');
     const charset = params.find((param) => param.includes('charset=')) ?? 'charset=utf-8';

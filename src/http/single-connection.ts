@@ -34,7 +34,8 @@ export function singleConnectionStep(req: IncomingMessage, url: URL): SingleConn
   if (req.method === 'PUT') return { kind: 'reserve' };
   const token =
     headerValue(req.headers[STREAM_TOKEN_HEADER]) ??
-    url.searchParams.get(STREAM_TOKEN_QUERY) ??
+    // A URL's searchParams are built on first read: most requests have no query string.
+    (url.search ? url.searchParams.get(STREAM_TOKEN_QUERY) : null) ??
     undefined;
   if (req.method === 'DELETE') return { kind: 'stop', token: token ?? '' };
   if (!token) return null;
