@@ -1,3 +1,4 @@
+import type { GraphQLResolveInfo } from 'graphql';
 import { builder } from '../graph/builder.js';
 import { connectionOf } from '../graph/connection.js';
 import { costs } from '../graph/complexity.js';
@@ -11,7 +12,7 @@ import {
 } from '../graph/costs.js';
 import { limited } from '../graph/input-limits.js';
 import { readAheadsSelected } from '../graph/read-ahead.js';
-import { selects } from '../graph/selection.js';
+import { fieldsAskedOf, selects } from '../graph/selection.js';
 import { IDENTITIES_PER_REQUEST, TEXT_MAX } from '../limits.js';
 import { contactFilters, usedFilters } from './filters.js';
 import { contactLoaders } from './loaders.js';
@@ -26,7 +27,7 @@ import {
   type ContactPage,
   type IdentityResult,
 } from './service.js';
-import type { IdentityView } from './queries.js';
+import { BRIEF_IDENTITY_FIELDS, type IdentityFields, type IdentityView } from './queries.js';
 import type { Contact } from './tables.js';
 import type { Context } from '../context.js';
 
@@ -36,6 +37,20 @@ import type { Context } from '../context.js';
  * resolves the rest from the id.
  */
 export const ContactObject = builder.objectRef<Contact>('Contact');
+
+/**
+ * What a read of contacts reads of their identities: nothing unless the field selects
+ * them at `path`; only channel and identifier when nothing in the operation asks any
+ * identity for more (so every identity the request resolves has what it is asked).
+ */
+function identityFieldsTo(info: GraphQLResolveInfo, ...path: string[]): IdentityFields | null {
+  if (!selects(info, ...path)) return null;
+  const asked = fieldsAskedOf(info, 'ContactIdentity');
+  const brief = [...asked].every(
+    (field) => BRIEF_IDENTITY_FIELDS.has(field) || field === '__typename',
+  );
+  return brief ? 'brief' : 'all';
+}
 
 /** The stored row behind a parent that may carry only `id` (a plugin's contact). */
 async function stored(contact: Contact, ctx: Context): Promise<Contact> {
@@ -140,7 +155,7 @@ builder.queryFields((t) => ({
     args: { id: t.arg({ type: 'UUID', required: true }) },
     resolve: (_root, args, ctx, info) =>
       getContact(ctx, args.id, {
-        withIdentities: selects(info, 'identities'),
+        identities: identityFieldsTo(info, 'identities'),
         readAheads: readAheadsSelected(info, ctx),
       }),
   }),
@@ -193,7 +208,7 @@ builder.queryFields((t) => ({
       contactPage(ctx, {
         ...args,
         withTotal: selects(info, 'total'),
-        withIdentities: selects(info, 'items', 'identities'),
+        identities: identityFieldsTo(info, 'items', 'identities'),
       }),
   }),
 }));

@@ -25,6 +25,7 @@ import {
   isFiltered,
   selectContactPage,
   type ContactWithIdentities,
+  type IdentityFields,
   selectContactsByName,
   touchContact,
   type ContactFilter,
@@ -221,7 +222,7 @@ export async function deleteContactIdentity(
 }
 
 /**
- * A contact by id. `withIdentities` (the operation asks for them) reads its identities in
+ * A contact by id. `identities` (the operation asks for them) reads its identities in
  * the same statement and hands them to the request's identities loader; each of
  * `readAheads` (other domains' fields the operation selects) reads its column there too
  * and hands it to its own loader.
@@ -229,13 +230,13 @@ export async function deleteContactIdentity(
 export async function getContact(
   ctx: Context,
   id: string,
-  options: { withIdentities?: boolean; readAheads?: readonly ReadAheadChoice[] } = {},
+  options: { identities?: IdentityFields | null; readAheads?: readonly ReadAheadChoice[] } = {},
 ): Promise<Contact> {
   const { workspaceId } = signedIn(ctx);
   const db = ctx.database.db;
   const readAheads = options.readAheads ?? [];
   const contact = await findContactReading(db, workspaceId, id, {
-    identities: Boolean(options.withIdentities),
+    identities: options.identities ?? null,
     columns: readAheads.map(({ readAhead }) => readAhead),
     values: Object.assign({}, ...readAheads.map(({ values }) => values)) as Record<string, unknown>,
   });
@@ -295,7 +296,7 @@ export async function contactPage(
     /** Count the matches too (a statement of its own when filtered). @default true */
     withTotal?: boolean;
     /** Read the contacts' identities in the page's statement (the operation asks for them). */
-    withIdentities?: boolean;
+    identities?: IdentityFields | null;
     /** Plugins' filter arguments, by name (src/contacts/filters.ts). */
     [argument: string]: unknown;
   },
@@ -314,12 +315,12 @@ export async function contactPage(
   const filtered = isFiltered(filter);
   const [read, counted] = await Promise.all([
     selectContactPage(db, workspaceId, filter, page, {
-      identities: args.withIdentities,
+      identities: args.identities ?? null,
       storedTotal: withTotal, // read only where unfiltered
     }),
     withTotal && filtered ? countMatchingContacts(db, workspaceId, filter) : null,
   ]);
-  const items = args.withIdentities
+  const items = args.identities
     ? read.items.map((item) => primed(ctx, item as ContactWithIdentities))
     : read.items;
   const total = counted ?? read.storedTotal ?? 0;

@@ -1,4 +1,15 @@
-import { Kind, type FieldNode, type GraphQLResolveInfo, type SelectionSetNode } from 'graphql';
+import {
+  isAbstractType,
+  isObjectType,
+  Kind,
+  TypeInfo,
+  visit,
+  visitWithTypeInfo,
+  type FieldNode,
+  type GraphQLResolveInfo,
+  type OperationDefinitionNode,
+  type SelectionSetNode,
+} from 'graphql';
 
 /**
  * Whether the field being resolved selects `path` below it: `selects(info, 'total')` its
@@ -43,4 +54,37 @@ function fieldsNamed(
   }
   within(set);
   return found;
+}
+
+/** Per operation (documents are parsed once and reused): type name to the fields asked of it. */
+const askedOf = new WeakMap<OperationDefinitionNode, Map<string, ReadonlySet<string>>>();
+
+/**
+ * Every field the operation being run asks of objects of type `typeName`, anywhere in it
+ * (its fragments included, and fields asked of an interface or union the type belongs
+ * to), under any alias or directive. A read that serves every such object of the request
+ * may leave out what no field asks for.
+ */
+export function fieldsAskedOf(info: GraphQLResolveInfo, typeName: string): ReadonlySet<string> {
+  let byType = askedOf.get(info.operation);
+  if (!byType) askedOf.set(info.operation, (byType = new Map()));
+  let asked = byType.get(typeName);
+  if (asked) return asked;
+  const type = info.schema.getType(typeName);
+  const found = new Set<string>();
+  if (isObjectType(type)) {
+    const typeInfo = new TypeInfo(info.schema);
+    const visitor = visitWithTypeInfo(typeInfo, {
+      Field() {
+        const parent = typeInfo.getParentType();
+        const applies =
+          parent === type || (isAbstractType(parent) && info.schema.isSubType(parent, type));
+        if (applies) found.add(typeInfo.getFieldDef()?.name ?? '');
+      },
+    });
+    visit(info.operation, visitor);
+    for (const fragment of Object.values(info.fragments)) visit(fragment, visitor);
+  }
+  byType.set(typeName, (asked = found));
+  return asked;
 }

@@ -287,6 +287,39 @@ describe('contactPage', () => {
     expect(await total()).toBe(2);
   });
 
+  test('identities answer every field asked, however little or much the operation asks', async () => {
+    const mary = made['Mary Somerville']!;
+    const brief = mary.identities.map(({ channel, identifier }) => ({ channel, identifier }));
+    const pageOf = (data: Record<string, unknown>) =>
+      (data.contactPage as Page).items.find((item) => item.id === mary.id)?.identities;
+    // Only channel and identifier: the page reads only those.
+    const { body: onlyBrief } = await svc.graph(
+      '{ contactPage { items { id identities { channel identifier } } } }',
+      {},
+      headers,
+    );
+    expect(pageOf(onlyBrief.data ?? {})).toEqual(brief);
+    // The same page beside a contact asking more of its identities, and the page asking
+    // more through a fragment: every identity has all it is asked.
+    const { body: beside } = await svc.graph(
+      `query ($id: UUID!) {
+        contactPage { items { id identities { channel identifier } } }
+        contact(id: $id) { identities { id channel identifier displayName createdAt } }
+      }`,
+      { id: mary.id },
+      headers,
+    );
+    expect(pageOf(beside.data ?? {})).toEqual(brief);
+    expect(dataOf<ContactData>(beside, 'contact').identities).toEqual(mary.identities);
+    const { body: fragment } = await svc.graph(
+      `{ contactPage { items { id identities { ...Whole } } } }
+       fragment Whole on ContactIdentity { id channel identifier displayName createdAt }`,
+      {},
+      headers,
+    );
+    expect(pageOf(fragment.data ?? {})).toEqual(mary.identities);
+  });
+
   test('contact answers one contact with its identities', async () => {
     const mary = made['Mary Somerville']!;
     const { body } = await svc.graph(CONTACT, { id: mary.id }, headers);
