@@ -209,6 +209,7 @@ builder.queryFields((t) => ({
         ...args,
         withTotal: selects(info, 'total'),
         identities: identityFieldsTo(info, 'items', 'identities'),
+        timestamps: selects(info, 'items', 'createdAt') || selects(info, 'items', 'updatedAt'),
       }),
   }),
 }));

@@ -141,6 +141,20 @@ const contactColumns = {
 };
 
 /**
+ * A page's contacts without their timestamps, when the operation asks for neither: a
+ * contact missing them reads them by id if a field does ask (`stored` in graph.ts).
+ */
+const untimedContactColumns = {
+  workspaceId: contacts.workspaceId,
+  id: contacts.id,
+  name: contacts.name,
+};
+
+// Typed as the whole contact, as a plugin's contact is: `stored` reads what one lacks.
+const pageColumns = (timestamps: boolean) =>
+  (timestamps ? contactColumns : untimedContactColumns) as typeof contactColumns;
+
+/**
  * What a contact's reads carry of its identities: the fields the graph shows
  * (`ContactIdentity`). The workspace and contact are the parent's, and the search keys
  * are for SQL; leaving them out halves the JSON PostgreSQL builds and Node parses for a
@@ -216,6 +230,8 @@ export interface PageRead {
   identities?: IdentityFields | null;
   /** The workspace's stored contact count, read in the page's statement (unfiltered only). */
   storedTotal?: boolean;
+  /** The contacts' created and updated times. @default true */
+  timestamps?: boolean;
 }
 
 /**
@@ -232,13 +248,14 @@ export async function selectContactPage(
 ): Promise<{ items: (Contact | ContactWithIdentities)[]; storedTotal: number | null }> {
   const filtered = isFiltered(filter);
   const counted = Boolean(read.storedTotal) && !filtered;
+  const timestamps = read.timestamps !== false;
   const rows: (Contact & { identities?: unknown; total?: number | null })[] = filtered
-    ? await filteredPage(db, workspaceId, filter, page, read.identities ?? null)
+    ? await filteredPage(db, workspaceId, filter, page, read.identities ?? null, timestamps)
     : await contactPage(
         db,
         `${page.orderBy}-${page.order}-${read.identities ?? 'plain'}-${
           counted ? 'counted' : 'uncounted'
-        }`,
+        }-${timestamps ? 'timed' : 'untimed'}`,
         { workspaceId, limit: page.limit, offset: page.offset },
       );
   const stored = !counted
@@ -259,12 +276,15 @@ function filteredPage(
   filter: ContactFilter,
   page: PageRequest,
   identities: IdentityFields | null,
+  timestamps: boolean,
 ) {
   const direction = page.order === 'DESC' ? desc : asc;
   const key = page.orderBy === 'CREATED_AT' ? contacts.createdAt : lowerName;
   return db
     .select(
-      identities ? { ...contactColumns, identities: identitiesColumn(identities) } : contactColumns,
+      identities
+        ? { ...pageColumns(timestamps), identities: identitiesColumn(identities) }
+        : pageColumns(timestamps),
     )
     .from(contacts)
     .where(and(eq(contacts.workspaceId, workspaceId), filterCondition(workspaceId, filter)))
@@ -281,17 +301,17 @@ const storedTotalColumn = sql<number | null>`(select ${workspaceCounts.contacts}
   from ${workspaceCounts}
   where ${workspaceCounts.workspaceId} = ${sql.placeholder('workspaceId')})`;
 
-type PageShape =
-  `${ContactOrder}-${SortOrder}-${IdentityFields | 'plain'}-${'counted' | 'uncounted'}`;
+type PageShape = `${ContactOrder}-${SortOrder}-${IdentityFields | 'plain'}-${
+  'counted' | 'uncounted'}-${'timed' | 'untimed'}`;
 
 /** An unfiltered page (the list a workspace opens on), built once per order. */
 const contactPage = preparedFamily('svc_contact_page', (db, shape: PageShape) => {
-  const [orderBy, order, identities, counted] = shape.split('-');
+  const [orderBy, order, identities, counted, timed] = shape.split('-');
   const direction = order === 'DESC' ? desc : asc;
   const key = orderBy === 'CREATED_AT' ? contacts.createdAt : lowerName;
   return db
     .select({
-      ...contactColumns,
+      ...pageColumns(timed === 'timed'),
       ...(identities !== 'plain'
         ? { identities: identitiesColumn(identities as IdentityFields) }
         : {}),

@@ -297,6 +297,8 @@ export async function contactPage(
     withTotal?: boolean;
     /** Read the contacts' identities in the page's statement (the operation asks for them). */
     identities?: IdentityFields | null;
+    /** Read the contacts' created and updated times (the operation asks for them). @default true */
+    timestamps?: boolean;
     /** Plugins' filter arguments, by name (src/contacts/filters.ts). */
     [argument: string]: unknown;
   },
@@ -316,6 +318,7 @@ export async function contactPage(
   const [read, counted] = await Promise.all([
     selectContactPage(db, workspaceId, filter, page, {
       identities: args.identities ?? null,
+      timestamps: args.timestamps !== false,
       storedTotal: withTotal, // read only where unfiltered
     }),
     withTotal && filtered ? countMatchingContacts(db, workspaceId, filter) : null,

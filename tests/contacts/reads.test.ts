@@ -320,6 +320,28 @@ describe('contactPage', () => {
     expect(pageOf(fragment.data ?? {})).toEqual(mary.identities);
   });
 
+  test('a page answers its contacts’ times when asked, by name or through a fragment', async () => {
+    const ada = made['Ada Byron']!;
+    const times = { createdAt: ada.createdAt, updatedAt: ada.updatedAt };
+    const itemOf = (data: Record<string, unknown>) =>
+      (data.contactPage as { items: Record<string, unknown>[] }).items.find(
+        (item) => item.id === ada.id,
+      );
+    const { body: named } = await svc.graph(
+      '{ contactPage { items { id createdAt updatedAt } } }',
+      {},
+      headers,
+    );
+    expect(itemOf(named.data ?? {})).toEqual({ id: ada.id, ...times });
+    const { body: spread } = await svc.graph(
+      `{ contactPage(q: "ada") { items { id ...Times } } }
+       fragment Times on Contact { updatedAt createdAt }`,
+      {},
+      headers,
+    );
+    expect(itemOf(spread.data ?? {})).toEqual({ id: ada.id, ...times });
+  });
+
   test('contact answers one contact with its identities', async () => {
     const mary = made['Mary Somerville']!;
     const { body } = await svc.graph(CONTACT, { id: mary.id }, headers);
