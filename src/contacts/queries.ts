@@ -179,17 +179,21 @@ export type IdentityView = Pick<ContactIdentity, keyof typeof identityViewColumn
  */
 export type IdentityFields = 'all' | 'brief';
 
+const briefIdentityColumns = {
+  channel: contactIdentities.channel,
+  identifier: contactIdentities.identifier,
+};
+
 /** The fields of the `brief` read. */
-export const BRIEF_IDENTITY_FIELDS: ReadonlySet<string> = new Set(['channel', 'identifier']);
+export const BRIEF_IDENTITY_FIELDS: ReadonlySet<string> = new Set(
+  Object.keys(briefIdentityColumns),
+);
 
 // A brief row is typed as the view but holds only the brief fields; no field of the
 // operation reads the others (IdentityFields).
 const identityRows = {
   all: jsonRows<IdentityView>(identityViewColumns),
-  brief: jsonRows<IdentityView>({
-    channel: contactIdentities.channel,
-    identifier: contactIdentities.identifier,
-  }),
+  brief: jsonRows<IdentityView>(briefIdentityColumns),
 };
 
 /**

@@ -42,7 +42,6 @@ interface BuiltStatement {
   queryString: string;
   params: unknown[];
   fields?: SelectedField[];
-  joinsNotNullableMap?: Record<string, boolean>;
   customResultMapper?: unknown;
 }
 
