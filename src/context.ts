@@ -76,8 +76,25 @@ export function signedIn(ctx: Context): SignedInContext {
   return ctx as SignedInContext;
 }
 
+/** What a context is made of; `log` may be the function that makes it, on first use. */
+export type ContextFields = Omit<Context, 'workspaceId' | 'loaders' | 'log'> & {
+  log: Logger | (() => Logger);
+};
+
 /** A request's context: the caller's workspace and fresh loaders follow from its actor. */
-export function createContext(fields: Omit<Context, 'workspaceId' | 'loaders'>): Context {
+export function createContext(fields: ContextFields): Context {
   const workspaceId = fields.actor?.workspaceId ?? null;
-  return { ...fields, workspaceId, loaders: new RequestLoaders(fields.database.db, workspaceId) };
+  const { log: logOrMake, ...rest } = fields;
+  const { database } = fields;
+  // Most requests never log: a request's child logger is made when one does.
+  let log = typeof logOrMake === 'function' ? undefined : logOrMake;
+  return {
+    ...rest,
+    workspaceId,
+    // The request's database view is made on first use (src/db/gate.ts), by loaders too.
+    loaders: new RequestLoaders(() => database.db, workspaceId),
+    get log() {
+      return (log ??= (logOrMake as () => Logger)());
+    },
+  };
 }

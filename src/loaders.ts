@@ -15,8 +15,9 @@ export type LoaderFactory<T> = (db: Db, workspaceId: string) => T;
 export class RequestLoaders {
   readonly #made = new Map<LoaderFactory<unknown>, unknown>();
 
+  /** `db` is the request's database view, or the function that makes it on first use. */
   constructor(
-    private readonly db: Db,
+    private readonly db: Db | (() => Db),
     private readonly workspaceId: string | null,
   ) {}
 
@@ -24,7 +25,7 @@ export class RequestLoaders {
   of<T>(factory: LoaderFactory<T>): T {
     if (this.#made.has(factory)) return this.#made.get(factory) as T;
     if (this.workspaceId === null) throw refuse('authentication_required');
-    const made = factory(this.db, this.workspaceId);
+    const made = factory(typeof this.db === 'function' ? this.db() : this.db, this.workspaceId);
     this.#made.set(factory, made);
     return made;
   }

@@ -6,6 +6,7 @@ import type { Config } from './config.js';
 import { createDatabase, SERVE_POOL_SIZE, type Database } from './db/client.js';
 import { createQueryGate } from './db/gate.js';
 import { startEventBus, type EventBus } from './events/bus.js';
+import { holdCredentials, type HeldCredentials } from './auth/credential-cache.js';
 import { listenForCacheChanges } from './workspaces/cache.js';
 import {
   applyMigrations,
@@ -93,6 +94,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
   });
   let events: EventBus | undefined;
   let cacheChanges: { unlisten(): Promise<void> } | undefined;
+  let credentials: HeldCredentials | undefined;
   try {
     const plugins = await loadPlugins(options.plugins);
     const migrationSets = await migrateOnce(options.databaseUrl, plugins, log);
@@ -101,6 +103,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     setEventCatalogue(plugins);
     events = await startEventBus(database, log);
     cacheChanges = await listenForCacheChanges(database, config, log);
+    credentials = await holdCredentials(database, log);
     return await listen({
       config,
       log,
@@ -111,8 +114,10 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       access,
       events,
       cacheChanges,
+      credentials,
     });
   } catch (error) {
+    await credentials?.close();
     await cacheChanges?.unlisten();
     await events?.close();
     await database.close();
@@ -130,12 +135,14 @@ async function listen(deps: {
   access: AccessCatalogue;
   events: EventBus;
   cacheChanges: { unlisten(): Promise<void> };
+  credentials: HeldCredentials;
 }): Promise<Service> {
   const { config, log, database, plugins, events } = deps;
   const cancel = new AbortController();
   let shuttingDown = false;
   const app = createApp({
     ...deps,
+    credentials: deps.credentials.cache,
     // One caller's statements hold at most half the pool (docs/scaling.md).
     gate: createQueryGate(database, { share: Math.floor(SERVE_POOL_SIZE / 2) }),
     shutdownSignal: cancel.signal,
@@ -186,6 +193,7 @@ async function listen(deps: {
     stopHousekeeping();
     await webhookWorker.stop();
     await stopPlugins(plugins, config.http.shutdownStopGraceMs, log);
+    await deps.credentials.close();
     await deps.cacheChanges.unlisten();
     await events.close();
     await database.close();

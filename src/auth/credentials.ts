@@ -6,7 +6,8 @@ import { prepared } from '../db/prepared.js';
 import { users } from '../users/tables.js';
 import { workspaces } from '../workspaces/tables.js';
 import { capabilitiesOf, type AccessCatalogue } from './access.js';
-import { parseSecret, secretMatches } from './secrets.js';
+import { credentialKey, type CredentialCache, type HeldCredential } from './credential-cache.js';
+import { parseSecret, secretMatches, type ParsedSecret } from './secrets.js';
 import { sessionFromCookie } from './sessions.js';
 import { apiTokens, sessions } from './tables.js';
 
@@ -22,20 +23,26 @@ export type Credential = { actor: Actor } | { actor: null } | { invalidToken: tr
 
 const anonymous: Credential = { actor: null };
 
+/**
+ * The request's caller. With a serving process's `cache` (src/auth/credential-cache.ts), a
+ * credential read in the last few seconds and not revoked since is not read again; its
+ * secret is still checked.
+ */
 export async function resolveCredential(
   db: Db,
   catalogue: AccessCatalogue,
   headers: { authorization?: string; cookie?: string },
+  cache?: CredentialCache,
 ): Promise<Credential> {
   const bearer = /^Bearer\s+(\S+)\s*$/i.exec(headers.authorization ?? '')?.[1];
   if (headers.authorization !== undefined) {
     if (!bearer) return { invalidToken: true };
-    const actor = await actorFromToken(db, catalogue, bearer);
+    const actor = await actorFromToken(db, catalogue, bearer, cache);
     return actor ? { actor } : { invalidToken: true };
   }
   const cookie = sessionFromCookie(headers.cookie);
   if (!cookie) return anonymous;
-  const actor = await actorFromSession(db, catalogue, cookie);
+  const actor = await actorFromSession(db, catalogue, cookie, cache);
   return actor ? { actor } : anonymous;
 }
 
@@ -99,48 +106,90 @@ const sessionLookup = prepared('svc_session_lookup', (db) =>
   ),
 );
 
+/**
+ * A credential's row and caller, read from `cache` when held there, else by `read` (and
+ * then held); null unless the presented secret matches its hash.
+ */
+async function credentialOf(
+  kind: 'token' | 'session',
+  parsed: ParsedSecret,
+  cache: CredentialCache | undefined,
+  read: () => Promise<HeldCredential | null>,
+): Promise<HeldCredential | null> {
+  const key = cache && credentialKey(kind, parsed.workspaceId, parsed.id);
+  const held = key ? cache.read(key) : undefined;
+  if (held) return secretMatches(held.secretHash, parsed.secret) ? held : null;
+  const mark = cache?.mark() ?? 0;
+  const found = await read();
+  if (!found || !secretMatches(found.secretHash, parsed.secret)) return null;
+  return key ? cache.keep(key, found, mark) : found;
+}
+
 async function actorFromToken(
   db: Db,
   catalogue: AccessCatalogue,
   text: string,
+  cache: CredentialCache | undefined,
 ): Promise<Actor | null> {
   const parsed = parseSecret(TOKEN_PREFIX, text);
   if (!parsed) return null;
-  const [row] = await tokenLookup(db, { workspaceId: parsed.workspaceId, id: parsed.id });
-  if (!row || !secretMatches(row.secretHash, parsed.secret)) return null;
-  if (!row.lastUsedAt || Date.now() - row.lastUsedAt.getTime() > LAST_USED_RESOLUTION_MS) {
+  const held = await credentialOf('token', parsed, cache, async () => {
+    const [row] = await tokenLookup(db, { workspaceId: parsed.workspaceId, id: parsed.id });
+    if (!row) return null;
+    const token = {
+      id: parsed.id,
+      name: row.name,
+      scopes: row.scopes ? new Set(row.scopes) : null,
+    };
+    return {
+      actor: { ...actorOf(catalogue, parsed, row), token, sessionId: null },
+      secretHash: row.secretHash,
+      lastUsedAt: row.lastUsedAt,
+    };
+  });
+  if (!held) return null;
+  if (!held.lastUsedAt || Date.now() - held.lastUsedAt.getTime() > LAST_USED_RESOLUTION_MS) {
+    // Noted first, so the requests that meet it meanwhile do not write it too.
+    held.lastUsedAt = new Date();
     await db
       .update(apiTokens)
       .set({ lastUsedAt: sql`now()` })
       .where(and(eq(apiTokens.workspaceId, parsed.workspaceId), eq(apiTokens.id, parsed.id)));
   }
-  return {
-    userId: row.userId,
-    workspaceId: parsed.workspaceId,
-    role: row.role,
-    capabilities: capabilitiesOf(catalogue, row.role),
-    token: { id: parsed.id, name: row.name, scopes: row.scopes ? new Set(row.scopes) : null },
-    sessionId: null,
-    expiresAt: row.expiresAt,
-  };
+  return held.actor;
 }
 
 async function actorFromSession(
   db: Db,
   catalogue: AccessCatalogue,
   text: string,
+  cache: CredentialCache | undefined,
 ): Promise<Actor | null> {
   const parsed = parseSecret('', text);
   if (!parsed) return null;
-  const [row] = await sessionLookup(db, { workspaceId: parsed.workspaceId, id: parsed.id });
-  if (!row || !secretMatches(row.secretHash, parsed.secret)) return null;
+  const held = await credentialOf('session', parsed, cache, async () => {
+    const [row] = await sessionLookup(db, { workspaceId: parsed.workspaceId, id: parsed.id });
+    if (!row) return null;
+    return {
+      actor: { ...actorOf(catalogue, parsed, row), token: null, sessionId: parsed.id },
+      secretHash: row.secretHash,
+      lastUsedAt: null,
+    };
+  });
+  return held?.actor ?? null;
+}
+
+/** The caller a credential row signs in, short of the credential itself. */
+function actorOf(
+  catalogue: AccessCatalogue,
+  parsed: ParsedSecret,
+  row: { userId: string; role: string | null; expiresAt: Date | null },
+): Omit<Actor, 'token' | 'sessionId'> {
   return {
     userId: row.userId,
     workspaceId: parsed.workspaceId,
     role: row.role,
     capabilities: capabilitiesOf(catalogue, row.role),
-    token: null,
-    sessionId: parsed.id,
     expiresAt: row.expiresAt,
   };
 }

@@ -159,6 +159,19 @@ export function createQueryGate(database: Database, options: QueryGateOptions): 
   }
 
   function forRequest(caller: string, signal: AbortSignal): Database {
+    // Made on first use: an operation that runs no statement (`{ version }`) makes none.
+    let db: Database['db'] | undefined;
+    return {
+      sql: database.sql,
+      get db() {
+        return (db ??= requestDb(caller, signal));
+      },
+      close: () => Promise.resolve(),
+    };
+  }
+
+  /** Drizzle over `caller`'s share of the pool, cancelled with `signal`. */
+  function requestDb(caller: string, signal: AbortSignal): Database['db'] {
     const running = new Set<PendingQuery<Row[]>>();
     let watching = false;
 
@@ -211,8 +224,7 @@ export function createQueryGate(database: Database, options: QueryGateOptions): 
           return database.sql.begin((tx) => work(held(tx))) as never;
         }),
     };
-    const db = drizzleOver(client as unknown as Sql);
-    return { sql: database.sql, db, close: () => Promise.resolve() };
+    return drizzleOver(client as unknown as Sql);
   }
 
   return {

@@ -21,6 +21,21 @@ export interface Revocation {
   sessionsOnly?: boolean;
 }
 
+type AnnouncementWatcher = (revocation: Revocation, payload: string) => void;
+
+/** Told of every announcement this process makes, before its transaction commits. */
+const watchers = new Set<AnnouncementWatcher>();
+
+/**
+ * Watches this process's own announcements (src/auth/credential-cache.ts): its notice
+ * reaches this process only after the commit has answered. Answers the function that
+ * stops watching.
+ */
+export function watchAnnouncements(watcher: AnnouncementWatcher): () => void {
+  watchers.add(watcher);
+  return () => void watchers.delete(watcher);
+}
+
 /**
  * Announces `revocation` in the caller's transaction (`q` is the transaction): PostgreSQL
  * delivers it to every listening process at commit, and a rolled-back change announces
@@ -30,7 +45,9 @@ export async function announceRevocation(
   q: Pick<Db, 'execute'>,
   revocation: Revocation,
 ): Promise<void> {
-  await q.execute(sql`select pg_notify(${REVOCATIONS_CHANNEL}, ${JSON.stringify(revocation)})`);
+  const payload = JSON.stringify(revocation);
+  for (const watcher of watchers) watcher(revocation, payload);
+  await q.execute(sql`select pg_notify(${REVOCATIONS_CHANNEL}, ${payload})`);
 }
 
 function optionalString(value: unknown): string | undefined | null {

@@ -13,6 +13,7 @@ import type { LoadedPlugin } from '../plugin-host/host.js';
 import { createMcpRoute, MCP_PATH } from '../mcp/route.js';
 import { createCancellation } from './cancellation.js';
 import type { AccessCatalogue } from '../auth/access.js';
+import type { CredentialCache } from '../auth/credential-cache.js';
 import { createGraphRoute } from './graph-route.js';
 import { createSlots } from './guards/slots.js';
 import { clientAddress } from './guards/client-address.js';
@@ -31,6 +32,8 @@ export interface AppDeps {
   plugins: readonly LoadedPlugin[];
   /** Areas, capabilities and roles of the core and the plugins. */
   access: AccessCatalogue;
+  /** The credentials this process read lately (src/auth/credential-cache.ts). */
+  credentials: CredentialCache;
   /** Every migration set this process knows, for readiness. */
   migrationSets: readonly MigrationSet[];
   /** The process's event bus, for subscriptions. */

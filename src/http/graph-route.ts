@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AccessCatalogue } from '../auth/access.js';
+import type { CredentialCache } from '../auth/credential-cache.js';
 import { resolveCredential } from '../auth/credentials.js';
 import type { Config } from '../config.js';
 import { createContext, type Actor } from '../context.js';
@@ -43,6 +44,7 @@ export interface GraphRouteDeps {
   gate: QueryGate;
   log: Logger;
   access: AccessCatalogue;
+  credentials: CredentialCache;
   graph: GraphServer;
   cancellation: ReturnType<typeof createCancellation>;
   events: EventBus;
@@ -221,7 +223,12 @@ export function createGraphRoute(deps: GraphRouteDeps) {
     if (crossOrigin && (req.method !== 'POST' || isMultipart(req))) {
       return refuseCrossOrigin(req, res, log, crossOrigin);
     }
-    const credential = await resolveCredential(deps.database.db, deps.access, req.headers);
+    const credential = await resolveCredential(
+      deps.database.db,
+      deps.access,
+      req.headers,
+      deps.credentials,
+    );
     if ('invalidToken' in credential) {
       return graphRefusal(
         res,
@@ -288,7 +295,7 @@ export function createGraphRoute(deps: GraphRouteDeps) {
       const context = createContext({
         config,
         database: deps.gate.forRequest(callerKey(actor, clientAddress), controller.signal),
-        log: log.child({ requestId }),
+        log: () => log.child({ requestId }),
         requestId,
         actor,
         access: deps.access,

@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { scopesAllow, type AccessCatalogue } from '../auth/access.js';
+import type { CredentialCache } from '../auth/credential-cache.js';
 import { resolveCredential } from '../auth/credentials.js';
 import type { Config } from '../config.js';
 import type { Actor } from '../context.js';
@@ -18,6 +19,7 @@ export function createPluginGuard(deps: {
   config: Config;
   database: Database;
   access: AccessCatalogue;
+  credentials: CredentialCache;
 }) {
   const { config } = deps;
   const slots = createSlots({ perKey: config.graph.streamsPerUser });
@@ -28,7 +30,12 @@ export function createPluginGuard(deps: {
     res: ServerResponse,
     plugin: LoadedPlugin,
   ): Promise<{ actor: Actor } | null> {
-    const credential = await resolveCredential(deps.database.db, deps.access, req.headers);
+    const credential = await resolveCredential(
+      deps.database.db,
+      deps.access,
+      req.headers,
+      deps.credentials,
+    );
     if ('invalidToken' in credential) {
       sendJson(res, 401, { error: 'invalid token' });
       return null;

@@ -52,7 +52,7 @@ export function createMcpRoute(deps: McpRouteDeps) {
         createContext({
           config,
           database: deps.gate.forRequest(actor.userId, operationSignal),
-          log: log.child({ requestId, mcp: true }),
+          log: () => log.child({ requestId, mcp: true }),
           requestId,
           actor,
           access: deps.access,
@@ -88,7 +88,12 @@ export function createMcpRoute(deps: McpRouteDeps) {
       return sendJson(res, 401, { error: 'bearer token required' });
     }
     // Only the bearer counts here: a session cookie never reaches the agent endpoint.
-    const credential = await resolveCredential(deps.database.db, deps.access, { authorization });
+    const credential = await resolveCredential(
+      deps.database.db,
+      deps.access,
+      { authorization },
+      deps.credentials,
+    );
     const actor = 'actor' in credential ? credential.actor : null;
     const read = await readBody(req, config.graph.bodyMaxBytes);
     if (read === 'too-large') {

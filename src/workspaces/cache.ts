@@ -16,8 +16,9 @@ import type { Workspace } from './tables.js';
 // once by the process that made it when it calls `forget`, by every other within the
 // refresh time, or at once when the writer announces it with `changed` (a NOTIFY on
 // CACHE_CHANNEL that every serving process LISTENs to). The credential reads
-// (src/auth/credentials.ts) and channel-delivery checks never use this cache, so a
-// deactivation stops them at once.
+// (src/auth/credentials.ts, with their own cache, dropped by a deactivation's revocation
+// notice) and channel-delivery checks never use this cache, so a deactivation stops them
+// at once.
 //
 // The bookkeeping is lru-cache's: an outer cache of workspaces (`max: held`), each holding
 // an inner cache of its named values (`ttl` from `refreshMs`, loaded by `fetchMethod`,
