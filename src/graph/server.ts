@@ -12,6 +12,7 @@ import type { Config } from '../config.js';
 import type { Context } from '../context.js';
 import type { Logger } from '../log.js';
 import { useComplexityLimit } from './complexity.js';
+import { useDocumentCache } from './document-cache.js';
 import { useDocumentLimits } from './document-limits.js';
 import { ROOT_COSTS } from './costs.js';
 import { useInputLimits } from './input-limits.js';
@@ -116,6 +117,8 @@ function yogaOptions(
     // The HTTP layer already held the body to SVC_GRAPH_BODY_MAX_BYTES or
     // SVC_GRAPH_UPLOAD_MAX_BYTES; Yoga's own limit would copy it through another stream.
     maxRequestBodySize: false,
+    // Its own, without a per-request cost (document-cache.ts), last as Yoga's would be.
+    parserAndValidationCache: false,
     plugins: [
       // First, so its requests (PUT, DELETE, or carrying a stream token) reach nothing else.
       useSingleConnectionSse(GRAPH_PATH),
@@ -132,6 +135,7 @@ function yogaOptions(
       useCompiledQueries(),
       useOperationDeadline({ timeoutMs: config.graph.operationTimeoutMs, retryAfterSeconds }),
       useSingleConnectionStreamSlots(),
+      useDocumentCache(),
     ],
   };
 }
