@@ -15,37 +15,45 @@ export interface OperationDeadlineOptions {
  * Subscriptions are bounded by the stream lifetime instead.
  */
 export function useOperationDeadline(options: OperationDeadlineOptions): Plugin<Context> {
+  const expired = () => ({
+    data: null,
+    errors: [
+      refuse(
+        'operation_deadline_exceeded',
+        { timeoutMs: options.timeoutMs },
+        { http: { status: 429, headers: { 'Retry-After': String(options.retryAfterSeconds) } } },
+      ),
+    ],
+  });
   return {
     onExecute({ args, executeFn, setExecuteFn }) {
       const ctx = args.contextValue as Context;
-      setExecuteFn(async (executeArgs) => {
-        let timer: NodeJS.Timeout | undefined;
-        const expired = new Promise<{ data: null; errors: Error[] }>((resolve) => {
-          timer = setTimeout(() => {
+      setExecuteFn((executeArgs) => {
+        const running = executeFn(executeArgs);
+        // An answer already made has nothing left to bound.
+        if (!isPromiseLike(running)) return running;
+        // One promise settled by whichever comes first: the answer or the deadline.
+        return new Promise((resolve, reject) => {
+          const timer = setTimeout(() => {
             ctx.cancel(new Error('operation deadline passed'));
-            resolve({
-              data: null,
-              errors: [
-                refuse(
-                  'operation_deadline_exceeded',
-                  { timeoutMs: options.timeoutMs },
-                  {
-                    http: {
-                      status: 429,
-                      headers: { 'Retry-After': String(options.retryAfterSeconds) },
-                    },
-                  },
-                ),
-              ],
-            });
+            resolve(expired());
           }, options.timeoutMs);
+          running.then(
+            (result) => {
+              clearTimeout(timer);
+              resolve(result);
+            },
+            (error: unknown) => {
+              clearTimeout(timer);
+              reject(error as Error);
+            },
+          );
         });
-        try {
-          return await Promise.race([executeFn(executeArgs), expired]);
-        } finally {
-          clearTimeout(timer);
-        }
       });
     },
   };
+}
+
+function isPromiseLike<T>(value: T | PromiseLike<T>): value is PromiseLike<T> {
+  return typeof (value as PromiseLike<T> | null)?.then === 'function';
 }
