@@ -2,6 +2,7 @@ import { ContactObject } from '../contacts/graph.js';
 import { contactLoaders } from '../contacts/loaders.js';
 import { builder } from '../graph/builder.js';
 import { connectionOf } from '../graph/connection.js';
+import { fieldsAskedOf } from '../graph/selection.js';
 import { taskLoaders } from './loaders.js';
 import { openTasksFromColumn, openTasksOfContactColumn } from './queries.js';
 import {
@@ -22,6 +23,15 @@ import { TEXT_MAX } from '../limits.js';
 import { pageSize } from '../paging/index.js';
 
 export const TaskObject = builder.objectRef<Task>('Task');
+
+/** The fields a list of tasks reads only when the operation asks one of them. */
+const TIMESTAMP_FIELDS = ['createdAt', 'updatedAt', 'completedAt'];
+
+/** The stored row behind a task read without its timestamps. */
+async function stored(task: Task, ctx: Context): Promise<Task> {
+  if (task.createdAt !== undefined) return task;
+  return (await ctx.loaders.of(taskLoaders).tasks.load(task.id)) ?? task;
+}
 
 TaskObject.implement({
   description: 'Work owned by one account, optionally about a contact (SPEC 2.4).',
@@ -47,12 +57,19 @@ TaskObject.implement({
       description: '`token:<name>` when an API token created the task.',
     }),
     originEventId: t.exposeString('originEventId', { nullable: true }),
-    createdAt: t.expose('createdAt', { type: 'DateTime' }),
-    updatedAt: t.expose('updatedAt', { type: 'DateTime' }),
-    completedAt: t.expose('completedAt', {
+    createdAt: t.field({
+      type: 'DateTime',
+      resolve: async (task, _args, ctx) => (await stored(task, ctx)).createdAt,
+    }),
+    updatedAt: t.field({
+      type: 'DateTime',
+      resolve: async (task, _args, ctx) => (await stored(task, ctx)).updatedAt,
+    }),
+    completedAt: t.field({
       type: 'DateTime',
       nullable: true,
       description: 'When the task last moved to done; null unless it is done.',
+      resolve: async (task, _args, ctx) => (await stored(task, ctx)).completedAt,
     }),
   }),
 });
@@ -131,7 +148,10 @@ builder.queryFields((t) => ({
       first: t.arg.int({ required: false }),
       after: t.arg.string({ required: false }),
     },
-    resolve: (_root, args, ctx) => listTasks(ctx, args),
+    resolve: (_root, args, ctx, info) => {
+      const asked = fieldsAskedOf(info, 'Task');
+      return listTasks(ctx, args, { timestamps: TIMESTAMP_FIELDS.some((f) => asked.has(f)) });
+    },
   }),
 }));
 

@@ -112,12 +112,14 @@ export function selectAssigneeTasks(
     status: string | null;
     after: TaskKey | null;
     limit: number;
+    /** Read the tasks' created, updated and completed times. @default true */
+    timestamps?: boolean;
   },
 ): Promise<Task[]> {
   const { filter, after } = args;
   const shape: AssigneeShape = `${filter.kind}-${args.status === null ? 'any' : 'status'}-${
     !after ? 'first' : after.dueOn === null ? 'undated' : 'dated'
-  }`;
+  }-${args.timestamps === false ? 'untimed' : 'timed'}`;
   return assigneeTasks(db, shape, {
     workspaceId: args.workspaceId,
     assigneeId: args.assigneeId,
@@ -129,16 +131,33 @@ export function selectAssigneeTasks(
   });
 }
 
-/** Which conditions an assignee's list has: its filter, a status or none, its position. */
-type AssigneeShape = `${ListFilter['kind']}-${'any' | 'status'}-${'first' | 'undated' | 'dated'}`;
+/**
+ * Which conditions an assignee's list has (its filter, a status or none, its position)
+ * and whether it reads the timestamps.
+ */
+type AssigneeShape = `${ListFilter['kind']}-${'any' | 'status'}-${'first' | 'undated' | 'dated'}-${
+  'timed' | 'untimed'}`;
+
+/**
+ * A task without its created, updated and completed times, when the operation asks for
+ * none: parsing three timestamps into Dates is most of mapping a row. Typed as the whole
+ * task; the graph's `stored()` reads by id what a task lacks, should a field ask.
+ */
+const {
+  createdAt: _createdAt,
+  updatedAt: _updatedAt,
+  completedAt: _completedAt,
+  ...untimed
+} = getTableColumns(tasks);
+const untimedTaskColumns = untimed as ReturnType<typeof getTableColumns<typeof tasks>>;
 
 /** `tasks(...)` of one assignee, built once per shape (the hot read of a task list). */
 const assigneeTasks = preparedFamily('svc_assignee_tasks', (db, shape: AssigneeShape) => {
-  const [kind, status, position] = shape.split('-');
+  const [kind, status, position, timed] = shape.split('-');
   const value = sql.placeholder('filter');
   const afterId = sql.placeholder('afterId');
   return db
-    .select()
+    .select(timed === 'timed' ? getTableColumns(tasks) : untimedTaskColumns)
     .from(tasks)
     .where(
       and(
@@ -160,6 +179,18 @@ const assigneeTasks = preparedFamily('svc_assignee_tasks', (db, shape: AssigneeS
     .orderBy(sql`${tasks.dueOn} asc nulls last`, asc(tasks.id))
     .limit(sql.placeholder('limit'));
 });
+
+/** Tasks of the workspace by id, in one read whatever their number. */
+export function selectTasks(db: Db, workspaceId: string, ids: readonly string[]): Promise<Task[]> {
+  return tasksById(db, { workspaceId, ids: [...ids] });
+}
+
+const tasksById = prepared('svc_tasks_by_id', (db) =>
+  db
+    .select()
+    .from(tasks)
+    .where(and(eq(tasks.workspaceId, sql.placeholder('workspaceId')), anyUuid(tasks.id, 'ids'))),
+);
 
 /** Rows after a dated row in (due day nulls last, id) order: later days, then undated. */
 function afterDated(dueOn: SQLWrapper, id: SQLWrapper): SQL | undefined {

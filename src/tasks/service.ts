@@ -296,7 +296,12 @@ function decodeTaskCursor(cursor: string) {
  * The caller's own tasks (SPEC 4.2: a task is listed to its assignee), by due day with
  * undated tasks last, then id.
  */
-export async function listTasks(ctx: Context, args: ListTasksArgs): Promise<Page<Task>> {
+export async function listTasks(
+  ctx: Context,
+  args: ListTasksArgs,
+  /** Read the tasks' created, updated and completed times (the operation asks one). */
+  read: { timestamps: boolean } = { timestamps: true },
+): Promise<Page<Task>> {
   const { actor, workspaceId } = signedIn(ctx);
   const filter = filterOf(args);
   const status = statusFilterOf(args.status);
@@ -314,6 +319,7 @@ export async function listTasks(ctx: Context, args: ListTasksArgs): Promise<Page
     status,
     after,
     limit: size + 1,
+    timestamps: read.timestamps,
   });
   return toPage(rows, size, (task) => encodeCursor(CURSOR_FIELD, [task.dueOn ?? '', task.id]));
 }

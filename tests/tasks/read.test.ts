@@ -208,6 +208,61 @@ describe('tasks filters', () => {
   });
 });
 
+describe('tasks times', () => {
+  interface Timed extends Node {
+    createdAt: string;
+    updatedAt: string;
+    completedAt: string | null;
+  }
+
+  test('a list answers its tasks’ times when asked, by name or through a fragment', async () => {
+    const caller = await member();
+    const open = await createTask(caller, { title: 'Open', dueOn: '2025-07-01' });
+    const done = await createTask(caller, { title: 'Done', dueOn: '2025-07-01' });
+    await svc.graph(UPDATE_TASK, { id: done.id, input: { status: 'done' } }, caller.headers);
+    const stored = async (id: string) =>
+      (await svc.graph(TASK, { id }, caller.headers)).body.data?.task as Timed;
+    const times = (task: Timed) => ({
+      id: task.id,
+      createdAt: task.createdAt,
+      updatedAt: task.updatedAt,
+      completedAt: task.completedAt,
+    });
+    // Both due the same day: the list orders them by id.
+    const byId = <T extends { id: string }>(list: T[]) =>
+      list.sort((a, b) => (a.id < b.id ? -1 : 1));
+    const expected = byId([times(await stored(open.id)), times(await stored(done.id))]);
+    expect(expected.filter((task) => task.completedAt !== null)).toHaveLength(1);
+    const nodes = (data: unknown) =>
+      (data as { tasks: { edges: { node: Timed }[] } }).tasks.edges.map((e) => e.node);
+    const { body: named } = await svc.graph(
+      `{ tasks(date: "2025-07-01", status: "all") {
+         edges { node { id createdAt updatedAt completedAt } } } }`,
+      {},
+      caller.headers,
+    );
+    expect(nodes(named.data)).toEqual(expected);
+    const { body: spread } = await svc.graph(
+      `{ tasks(date: "2025-07-01", status: "all") { edges { node { id ...Times } } } }
+       fragment Times on Task { completedAt updatedAt createdAt }`,
+      {},
+      caller.headers,
+    );
+    expect(nodes(spread.data).map(times)).toEqual(expected);
+    const { body: untimed } = await svc.graph(
+      '{ tasks(date: "2025-07-01", status: "all") { edges { node { id title } } } }',
+      {},
+      caller.headers,
+    );
+    expect(nodes(untimed.data)).toEqual(
+      byId([
+        { id: open.id, title: 'Open' },
+        { id: done.id, title: 'Done' },
+      ]),
+    );
+  });
+});
+
 describe('tasks paging', () => {
   test('walks every task once in due-day, id order and stays stable', async () => {
     const caller = await member();
