@@ -232,16 +232,19 @@ export interface PageRequest {
 export interface PageRead {
   /** Each contact's identities, read in the page's statement. */
   identities?: IdentityFields | null;
-  /** The workspace's stored contact count, read in the page's statement (unfiltered only). */
-  storedTotal?: boolean;
+  /**
+   * The page's total: unfiltered, the workspace's stored contact count; filtered, the
+   * count of every match (see {@link selectContactPage}).
+   */
+  total?: boolean;
   /** The contacts' created and updated times. @default true */
   timestamps?: boolean;
 }
 
 /**
  * One offset page of contacts in the asked order; id breaks ties in the same direction.
- * Unfiltered, `storedTotal` reads the stored count as a column of the page's rows, and
- * alone when the page is empty.
+ * With `total`, the total of every match: a column of the page's rows where that costs
+ * nothing (read alone when the page is empty), else a count beside the page.
  */
 export async function selectContactPage(
   db: Db,
@@ -249,47 +252,89 @@ export async function selectContactPage(
   filter: ContactFilter,
   page: PageRequest,
   read: PageRead = {},
-): Promise<{ items: (Contact | ContactWithIdentities)[]; storedTotal: number | null }> {
+): Promise<{ items: (Contact | ContactWithIdentities)[]; total: number | null }> {
   const filtered = isFiltered(filter);
-  const counted = Boolean(read.storedTotal) && !filtered;
   const timestamps = read.timestamps !== false;
-  const rows: (Contact & { identities?: unknown; total?: number | null })[] = filtered
-    ? await filteredPage(db, workspaceId, filter, page, read.identities ?? null, timestamps)
-    : await contactPage(
-        db,
-        `${page.orderBy}-${page.order}-${read.identities ?? 'plain'}-${
-          counted ? 'counted' : 'uncounted'
-        }-${timestamps ? 'timed' : 'untimed'}`,
-        { workspaceId, limit: page.limit, offset: page.offset },
-      );
-  const stored = !counted
+  // Where the total rides in the page's statement: the stored count unfiltered; the
+  // window count when a search already makes PostgreSQL read every match. Other filters
+  // may let the page stop at its last row: those count in a statement of their own.
+  const inPage = !read.total
     ? null
-    : rows[0]
-      ? (rows[0].total ?? 0)
-      : await storedContactCount(db, workspaceId);
+    : !filtered
+      ? 'stored'
+      : readsEveryMatch(filter)
+        ? 'window'
+        : null;
+  const [rows, counted]: [
+    (Contact & { identities?: unknown; total?: number | null })[],
+    number | null,
+  ] = await Promise.all([
+    filtered
+      ? filteredPage(db, workspaceId, filter, page, {
+          identities: read.identities ?? null,
+          timestamps,
+          counted: inPage === 'window',
+        })
+      : contactPage(
+          db,
+          `${page.orderBy}-${page.order}-${read.identities ?? 'plain'}-${
+            inPage ? 'counted' : 'uncounted'
+          }-${timestamps ? 'timed' : 'untimed'}`,
+          { workspaceId, limit: page.limit, offset: page.offset },
+        ),
+    read.total && !inPage ? countMatchingContacts(db, workspaceId, filter) : null,
+  ]);
+  const total = !read.total
+    ? null
+    : !inPage
+      ? counted
+      : rows[0]
+        ? (rows[0].total ?? 0)
+        : inPage === 'stored'
+          ? await storedContactCount(db, workspaceId)
+          : // No match at all, or a page past the last one.
+            page.offset === 0
+            ? 0
+            : await countMatchingContacts(db, workspaceId, filter);
   const fields = read.identities;
   const finish = (row: Contact & { identities?: unknown }) =>
     fields ? withIdentities(row as Contact & { identities: unknown }, fields) : row;
-  const items = counted ? rows.map(({ total: _total, ...row }) => finish(row)) : rows.map(finish);
-  return { items, storedTotal: stored };
+  const items = inPage ? rows.map(({ total: _total, ...row }) => finish(row)) : rows.map(finish);
+  return { items, total };
 }
+
+/**
+ * Whether a filtered page reads every match whatever its size: a search (`q`) is the set
+ * of its matches (`= any(array(…))`), all read and sorted for the page. A channel or a
+ * plugin's condition alone may let PostgreSQL walk the sort order and stop at the page's
+ * last row, where counting every match in the same statement would read them all.
+ */
+function readsEveryMatch(filter: ContactFilter): boolean {
+  return Boolean(filter.q?.trim());
+}
+
+/**
+ * The count of every match as a column of a search's page: PostgreSQL reads every match
+ * to sort them anyway, so counting them there costs next to nothing, where a count of its
+ * own would find them all again (about 40% of a broad search's time).
+ */
+const matchesColumn = sql<number>`(count(*) over ())::int`;
 
 function filteredPage(
   db: Db,
   workspaceId: string,
   filter: ContactFilter,
   page: PageRequest,
-  identities: IdentityFields | null,
-  timestamps: boolean,
+  read: { identities: IdentityFields | null; timestamps: boolean; counted: boolean },
 ) {
   const direction = page.order === 'DESC' ? desc : asc;
   const key = page.orderBy === 'CREATED_AT' ? contacts.createdAt : lowerName;
   return db
-    .select(
-      identities
-        ? { ...pageColumns(timestamps), identities: identitiesColumn(identities) }
-        : pageColumns(timestamps),
-    )
+    .select({
+      ...pageColumns(read.timestamps),
+      ...(read.identities ? { identities: identitiesColumn(read.identities) } : {}),
+      ...(read.counted ? { total: matchesColumn } : {}),
+    })
     .from(contacts)
     .where(and(eq(contacts.workspaceId, workspaceId), filterCondition(workspaceId, filter)))
     .orderBy(direction(key), direction(contacts.id))

@@ -15,14 +15,12 @@ import { usedFilters } from './filters.js';
 import {
   bumpContactCount,
   countIdentitiesOf,
-  countMatchingContacts,
   deleteIdentity,
   findContact,
   findContactReading,
   findIdentityByKey,
   insertContact,
   insertIdentity,
-  isFiltered,
   selectContactPage,
   type ContactWithIdentities,
   type IdentityFields,
@@ -282,7 +280,8 @@ export async function listContacts(
 
 /**
  * An offset page and the number of all matches. Unfiltered, the total is the stored
- * per-workspace count; filtered, the count is its own statement run beside the page.
+ * per-workspace count; a search counts its matches in the page's statement, another
+ * filter in a statement run beside the page.
  */
 export async function contactPage(
   ctx: Context,
@@ -293,7 +292,7 @@ export async function contactPage(
     order?: SortOrder | null;
     limit?: number | null;
     offset?: number | null;
-    /** Count the matches too (a statement of its own when filtered). @default true */
+    /** Count the matches too. @default true */
     withTotal?: boolean;
     /** Read the contacts' identities in the page's statement (the operation asks for them). */
     identities?: IdentityFields | null;
@@ -313,19 +312,13 @@ export async function contactPage(
   );
   const filter = { ...filterOf(args), conditions };
   const page = { orderBy: args.orderBy ?? 'NAME', order: args.order ?? 'ASC', limit, offset };
-  const withTotal = args.withTotal !== false;
-  const filtered = isFiltered(filter);
-  const [read, counted] = await Promise.all([
-    selectContactPage(db, workspaceId, filter, page, {
-      identities: args.identities ?? null,
-      timestamps: args.timestamps !== false,
-      storedTotal: withTotal, // read only where unfiltered
-    }),
-    withTotal && filtered ? countMatchingContacts(db, workspaceId, filter) : null,
-  ]);
+  const read = await selectContactPage(db, workspaceId, filter, page, {
+    identities: args.identities ?? null,
+    timestamps: args.timestamps !== false,
+    total: args.withTotal !== false,
+  });
   const items = args.identities
     ? read.items.map((item) => primed(ctx, item as ContactWithIdentities))
     : read.items;
-  const total = counted ?? read.storedTotal ?? 0;
-  return { items, total, limit };
+  return { items, total: read.total ?? 0, limit };
 }

@@ -262,6 +262,15 @@ describe('contactPage', () => {
     expect(names(page)).toEqual(['Ada Byron']);
   });
 
+  test('a filtered page past the last match is empty and still counts every match', async () => {
+    expect(await contactPage({ q: 'charles', offset: 2 })).toMatchObject({ items: [], total: 2 });
+    expect(await contactPage({ channels: ['phone'], offset: 5 })).toMatchObject({
+      items: [],
+      total: 2,
+    });
+    expect(await contactPage({ q: 'zzz', offset: 3 })).toMatchObject({ items: [], total: 0 });
+  });
+
   test('fewer than three digits do not search identifiers', async () => {
     expect((await contactPage({ q: '55' })).total).toBe(0);
   });
