@@ -85,14 +85,13 @@ export type ContextFields = Omit<Context, 'workspaceId' | 'loaders' | 'log'> & {
 export function createContext(fields: ContextFields): Context {
   const workspaceId = fields.actor?.workspaceId ?? null;
   const { log: logOrMake, ...rest } = fields;
-  const { database } = fields;
   // Most requests never log: a request's child logger is made when one does.
   let log = typeof logOrMake === 'function' ? undefined : logOrMake;
   return {
     ...rest,
     workspaceId,
     // The request's database view is made on first use (src/db/gate.ts), by loaders too.
-    loaders: new RequestLoaders(() => database.db, workspaceId),
+    loaders: new RequestLoaders(() => rest.database.db, workspaceId),
     get log() {
       return (log ??= (logOrMake as () => Logger)());
     },

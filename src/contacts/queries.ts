@@ -284,18 +284,13 @@ export async function selectContactPage(
         ),
     read.total && !inPage ? countMatchingContacts(db, workspaceId, filter) : null,
   ]);
-  const total = !read.total
-    ? null
-    : !inPage
-      ? counted
-      : rows[0]
-        ? (rows[0].total ?? 0)
-        : inPage === 'stored'
-          ? await storedContactCount(db, workspaceId)
-          : // No match at all, or a page past the last one.
-            page.offset === 0
-            ? 0
-            : await countMatchingContacts(db, workspaceId, filter);
+  let total: number | null = counted;
+  if (inPage && rows[0]) total = rows[0].total ?? 0;
+  else if (inPage === 'stored') total = await storedContactCount(db, workspaceId);
+  // A search with no match at all, or a page past its last match.
+  else if (inPage === 'window') {
+    total = page.offset === 0 ? 0 : await countMatchingContacts(db, workspaceId, filter);
+  }
   const fields = read.identities;
   const finish = (row: Contact & { identities?: unknown }) =>
     fields ? withIdentities(row as Contact & { identities: unknown }, fields) : row;

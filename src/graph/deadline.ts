@@ -1,4 +1,4 @@
-import type { Plugin } from 'graphql-yoga';
+import { isPromise, type Plugin } from 'graphql-yoga';
 import type { Context } from '../context.js';
 import { refuse } from '../errors.js';
 
@@ -31,7 +31,7 @@ export function useOperationDeadline(options: OperationDeadlineOptions): Plugin<
       setExecuteFn((executeArgs) => {
         const running = executeFn(executeArgs);
         // An answer already made has nothing left to bound.
-        if (!isPromiseLike(running)) return running;
+        if (!isPromise(running)) return running;
         // One promise settled by whichever comes first: the answer or the deadline.
         return new Promise((resolve, reject) => {
           const timer = setTimeout(() => {
@@ -52,8 +52,4 @@ export function useOperationDeadline(options: OperationDeadlineOptions): Plugin<
       });
     },
   };
-}
-
-function isPromiseLike<T>(value: T | PromiseLike<T>): value is PromiseLike<T> {
-  return typeof (value as PromiseLike<T> | null)?.then === 'function';
 }
