@@ -66,19 +66,20 @@ export class CredentialCache {
   private readonly held = new Map<string, Entry>();
   /** When a credential not held was last read, by key. */
   private readonly seen = new Map<string, number>();
-  /** Announced by this process, notice not back yet: payload → until when it counts. */
-  private readonly pending = new Map<string, { revocation: Revocation; until: number }>();
+  /**
+   * Announced by this process, notice not back yet: by payload, how many such
+   * announcements wait and until when they count.
+   */
+  private readonly pending = new Map<
+    string,
+    { revocation: Revocation; waiting: number; until: number }
+  >();
   private listening = false;
   /** Moves on every drop: a read begun before one is not kept. */
   private generation = 0;
 
   /** `now`: the clock, in milliseconds; tests bring their own. */
   constructor(private readonly now: () => number = Date.now) {}
-
-  /** How many credentials are held. */
-  get size(): number {
-    return this.held.size;
-  }
 
   /** A mark to hand back to `keep`, taken before reading a credential. */
   mark(): number {
@@ -135,13 +136,15 @@ export class CredentialCache {
 
   /** This process announced `revocation` in a transaction not yet committed. */
   announced(revocation: Revocation, payload: string): void {
-    this.pending.set(payload, { revocation, until: this.now() + PENDING_MS });
+    const waiting = (this.pending.get(payload)?.waiting ?? 0) + 1;
+    this.pending.set(payload, { revocation, waiting, until: this.now() + PENDING_MS });
     this.forget(revocation);
   }
 
   /** A notice on `svc_revocations`, from any process. */
   noticed(payload: string): void {
-    this.pending.delete(payload);
+    const announcement = this.pending.get(payload);
+    if (announcement && --announcement.waiting === 0) this.pending.delete(payload);
     const revocation = parseRevocation(payload);
     // One unreadable notice may have named anything held.
     if (revocation) this.forget(revocation);
@@ -154,7 +157,7 @@ export class CredentialCache {
     this.clear();
   }
 
-  /** Not listening: nothing is kept (what is held stays until its time). */
+  /** Not listening: nothing is held, and nothing read is kept. */
   stopped(): void {
     this.listening = false;
     this.clear();

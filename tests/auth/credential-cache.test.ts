@@ -239,6 +239,23 @@ describe('CredentialCache', () => {
     expect(cache.read('k')).toBeUndefined();
   });
 
+  test('two announcements of one revocation keep it uncached until both notices came', () => {
+    const lasting = { ...credential, actor: { ...actor, expiresAt: null } };
+    const cache = new CredentialCache(() => 0);
+    cache.listened();
+    const payload = '{"workspaceId":"w","userId":"u"}';
+    cache.announced({ workspaceId: 'w', userId: 'u' }, payload);
+    cache.announced({ workspaceId: 'w', userId: 'u' }, payload);
+    const held = () => {
+      for (let i = 0; i < 2; i += 1) cache.keep('k', lasting, cache.mark());
+      return cache.read('k');
+    };
+    cache.noticed(payload);
+    expect(held()).toBeUndefined();
+    cache.noticed(payload);
+    expect(held()).toBe(lasting);
+  });
+
   test('an announcement whose notice never comes stops counting after a minute', () => {
     const lasting = { ...credential, actor: { ...actor, expiresAt: null } };
     const now = { at: 0 };
