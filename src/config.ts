@@ -14,6 +14,7 @@ import {
   readInvitations,
   readServer,
   readWebhooks,
+  readWorkers,
   readWorkspaces,
 } from './config/groups.js';
 import { readGraphLists } from './config/graph-lists.js';
@@ -51,6 +52,7 @@ export function loadConfig(env: Env): LoadedConfig {
     webhooks: readWebhooks(reader),
     chat: readChat(reader),
     fields: readFields(reader),
+    workers: readWorkers(reader),
     commands: readCommands(reader),
   };
   return { config: deepFreeze(config), problems: reader.problems };

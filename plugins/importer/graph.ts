@@ -10,7 +10,7 @@ import {
   WRITE,
 } from '../../src/plugin-sdk/index.js';
 import { commitImport, importTargets, setMapping, type ImportTarget } from './commit.js';
-import { findImport, importRowsOf, listImports, uploadImport } from './service.js';
+import { FILE_MAX_BYTES, findImport, importRowsOf, listImports, uploadImport } from './service.js';
 import type { ImportView, ProgressView } from './progress.js';
 import type { ImportRow, RowReason } from './tables.js';
 
@@ -154,8 +154,15 @@ builder.mutationFields((t) => ({
       'Uploads a CSV or spreadsheet (at most 5 MiB) as a multipart request and stages ' +
       'its rows, each with its reason.',
     authScopes: writeImports,
-    args: { file: t.arg({ type: 'Upload', required: true }) },
-    // Reading the file is CPU on a worker thread, as costly as a search.
+    args: {
+      file: t.arg({
+        type: 'Upload',
+        required: true,
+        // A request that can't hold a file this small is refused before its body is read.
+        extensions: limited({ maxBytes: FILE_MAX_BYTES, tooLarge: 'file_too_large' }),
+      }),
+    },
+    // Reading the file is CPU on a worker process, as costly as a search.
     extensions: costs({ cost: WRITE + SEARCH }),
     resolve: (_root, args, ctx) => uploadImport(ctx, args.file),
   }),

@@ -1,15 +1,14 @@
-// Reads an uploaded file on a worker thread (src/workers/run.ts holds it to a heap and a
-// time limit): a CSV in any common delimiter and encoding, or a spreadsheet's first sheet.
-// Answers { ok: true, format, columns, rowCount, batches } or { ok: false, problem }: each
-// batch is the JSON text of up to `limits.batchRows` rows [{ line, cells, reason }], ready
-// to be stored as it is, so the serving thread neither copies nor walks the rows. Plain
-// JavaScript, so the worker needs no loader.
-import { parentPort, workerData } from 'node:worker_threads';
+// Reads an uploaded file in a worker process (src/workers/run.ts holds it to memory, time
+// and answer limits): a CSV in any common delimiter and encoding, or a spreadsheet's first
+// sheet. Its default export answers { ok: true, format, columns, rowCount, batches } or
+// { ok: false, problem }: each batch is the JSON text of up to `limits.batchRows` rows
+// [{ line, cells, reason }], ready to be stored as it is, so the serving process neither
+// copies nor walks the rows. Plain JavaScript, so the worker needs no loader.
 import { parse } from 'csv-parse/sync';
 import * as XLSX from 'xlsx';
 
-const { bytes, limits } = workerData;
-const data = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+let data;
+let limits;
 
 class Unreadable extends Error {}
 
@@ -60,9 +59,24 @@ const cellsFit = (cells) =>
     (cell) => cell.length <= limits.maxCellChars && !cell.includes('\u0000') && cell.isWellFormed(),
   );
 
+/**
+ * Whether decoded text is a binary file's (an image, an archive): more than one character
+ * in ten of its start is a control character other than tab, CR and LF. A NUL here and
+ * there is a row's problem (that row is `row_malformed`), not the file's.
+ */
+function looksBinary(text) {
+  const start = text.slice(0, 8000);
+  let controls = 0;
+  for (let i = 0; i < start.length; i += 1) {
+    const code = start.charCodeAt(i);
+    if (code < 0x20 && code !== 0x09 && code !== 0x0a && code !== 0x0d) controls += 1;
+  }
+  return controls * 10 > start.length;
+}
+
 function readCsv() {
   const text = decode();
-  if (text.includes('\u0000')) unreadable('not text');
+  if (looksBinary(text)) unreadable('not text');
   const delimiter = delimiterOf(text);
   const skipped = [];
   const records = parse(text, {
@@ -86,7 +100,44 @@ function readCsv() {
   return { format: 'csv', rows };
 }
 
+/**
+ * The sum of the sizes a zip's central directory says its entries inflate to: the cheap
+ * first line against a zip bomb, judged before anything is inflated. A zip that lies about
+ * its sizes is still held to the worker's memory limit. Null when the directory can't be
+ * found (the reader then refuses the file itself).
+ */
+function declaredInflatedBytes() {
+  const END = 0x06054b50;
+  const CENTRAL = 0x02014b50;
+  const earliest = Math.max(0, data.length - 22 - 0xffff);
+  let end = -1;
+  for (let at = data.length - 22; at >= earliest; at -= 1) {
+    if (data.readUInt32LE(at) === END) {
+      end = at;
+      break;
+    }
+  }
+  if (end < 0) return null;
+  const entries = data.readUInt16LE(end + 10);
+  let at = data.readUInt32LE(end + 16);
+  let total = 0;
+  for (let i = 0; i < entries; i += 1) {
+    if (at + 46 > data.length || data.readUInt32LE(at) !== CENTRAL) return null;
+    const size = data.readUInt32LE(at + 24);
+    // 0xffffffff defers to a zip64 record: a size no upload of 5 MiB should need.
+    total += size === 0xffffffff ? Infinity : size;
+    at += 46 + data.readUInt16LE(at + 28) + data.readUInt16LE(at + 30) + data.readUInt16LE(at + 32);
+  }
+  return total;
+}
+
 function readSpreadsheet() {
+  if (startsWith(ZIP)) {
+    const inflated = declaredInflatedBytes();
+    if (inflated !== null && inflated > limits.maxInflatedBytes) {
+      unreadable(`it inflates to more than ${limits.maxInflatedBytes / (1024 * 1024)} MiB`);
+    }
+  }
   let workbook;
   try {
     workbook = XLSX.read(data, {
@@ -160,12 +211,17 @@ function read() {
   return { ok: true, format: file.format, columns, rowCount: rows.length, batches };
 }
 
-try {
-  parentPort.postMessage(read());
-} catch (error) {
-  parentPort.postMessage({
-    ok: false,
-    problem:
-      error instanceof Unreadable ? error.message : 'not a CSV or spreadsheet this service reads',
-  });
+/** The worker's entry: `bytes` (the file) read within `limits` (PARSE_LIMITS). */
+export default function readUpload(input) {
+  data = Buffer.from(input.bytes.buffer, input.bytes.byteOffset, input.bytes.byteLength);
+  limits = input.limits;
+  try {
+    return read();
+  } catch (error) {
+    return {
+      ok: false,
+      problem:
+        error instanceof Unreadable ? error.message : 'not a CSV or spreadsheet this service reads',
+    };
+  }
 }

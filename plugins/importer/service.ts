@@ -1,4 +1,4 @@
-// Imports: an uploaded file read on a worker thread and staged row by row with its
+// Imports: an uploaded file read in a worker process and staged row by row with its
 // reason (SPEC 2.10), then listed and paged.
 import { and, asc, desc, eq, getTableColumns, gt, lt, or, sql, type SQL } from 'drizzle-orm';
 import {
@@ -27,9 +27,15 @@ export const PARSE_LIMITS = {
   maxCellChars: 10_000,
   maxRows: 200_000,
   batchRows: 2_000,
+  /** What a spreadsheet's zip may say its parts inflate to, checked before inflating. */
+  maxInflatedBytes: 64 * 1024 * 1024,
 };
-/** The worker's own heap and time: a hostile file stops there. */
-const WORKER_LIMITS = { maxMemoryMb: 256, timeoutMs: 20_000 };
+/**
+ * The worker's own memory and time, and what it may hand back: a hostile file stops
+ * there. Rows the parser answers are at most 64 MiB of JSON text (200,000 rows of a few
+ * short cells fit many times over).
+ */
+const WORKER_LIMITS = { maxMemoryMb: 384, timeoutMs: 20_000, maxAnswerBytes: 64 * 1024 * 1024 };
 
 const PARSER = new URL('./parse.worker.mjs', import.meta.url);
 
@@ -43,14 +49,14 @@ interface Parsed {
   batches: string[];
 }
 
-/** `importUpload`: the file read off the request thread, then every row staged. */
+/** `importUpload`: the file read in a worker process, then every row staged. */
 export async function uploadImport(ctx: Context, file: UploadedFile): Promise<ImportView> {
   const { workspaceId, actor } = signedIn(ctx);
   if (file.size > FILE_MAX_BYTES) throw refuse('file_too_large', { maxBytes: FILE_MAX_BYTES });
   const bytes = new Uint8Array(await file.arrayBuffer());
   let parsed: Parsed;
   try {
-    parsed = await runInWorker<Parsed>(PARSER, { bytes, limits: PARSE_LIMITS }, WORKER_LIMITS);
+    parsed = await runInWorker<Parsed>(ctx, PARSER, { bytes, limits: PARSE_LIMITS }, WORKER_LIMITS);
   } catch (error) {
     if (!(error instanceof WorkerLimitError)) throw error;
     ctx.log.info({ failure: error.failure }, 'import file refused by the parser limits');

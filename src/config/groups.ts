@@ -136,6 +136,21 @@ export function readFields(env: EnvReader): Config['fields'] {
   };
 }
 
+/**
+ * Bounds on the worker processes that parse untrusted input (src/workers/run.ts). Defaults
+ * suit two cores: two parses at once (each below the serving process's priority), one per
+ * workspace, each at most 512 MiB.
+ */
+export function readWorkers(env: EnvReader): Config['workers'] {
+  const r = env.group('workers');
+  return {
+    processes: r.read('SVC_WORKERS', count, '2'),
+    perWorkspace: r.read('SVC_WORKERS_PER_WORKSPACE', count, '1'),
+    waitMs: r.read('SVC_WORKER_WAIT', timerDuration, '10s'),
+    memoryMaxBytes: r.read('SVC_WORKER_MEMORY_MAX', byteSize, '536870912'),
+  };
+}
+
 /** Read only by commands (SPEC 8.2 "Command records"); their problems never stop serve. */
 export function readCommands(env: EnvReader): Config['commands'] {
   const r = env.group('commands');

@@ -119,6 +119,17 @@ export interface Config {
   fields: {
     entriesMax: number;
   };
+  /** Worker processes that parse untrusted input (src/workers/run.ts, docs/limits.md). */
+  workers: {
+    /** SVC_WORKERS: workers running at once in one process. */
+    processes: number;
+    /** SVC_WORKERS_PER_WORKSPACE: workers running at once for one workspace. */
+    perWorkspace: number;
+    /** SVC_WORKER_WAIT: longest a call waits for a worker before it is refused. */
+    waitMs: number;
+    /** SVC_WORKER_MEMORY_MAX: most memory one worker may hold, in bytes. */
+    memoryMaxBytes: number;
+  };
   /** Read only by commands; `serve` ignores them (SPEC 8.2 "Command records"). */
   commands: {
     recordTimeoutMs: number;
@@ -139,6 +150,7 @@ export type ConfigGroup =
   | 'webhooks'
   | 'chat'
   | 'fields'
+  | 'workers'
   | 'commands';
 
 export interface ConfigProblem {

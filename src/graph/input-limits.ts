@@ -42,6 +42,16 @@ export interface InputLimits {
    * (`name_too_long`, a plugin's own); its meta is `{ max }`. @default 'text_too_long'
    */
   tooLong?: string;
+  /**
+   * Largest file an `Upload` argument takes, in bytes: a multipart request whose declared
+   * length could hold no file of any upload field is refused before its body is read.
+   */
+  maxBytes?: number;
+  /**
+   * The reason a request too large for its files is refused with (`file_too_large`, a
+   * plugin's own); its meta is `{ maxBytes }`. @default 'body_too_large'
+   */
+  tooLarge?: string;
 }
 
 /** `extensions` declaring limits: `t.arg.string({ extensions: limited({ maxLength: 200 }) })`. */
@@ -393,4 +403,38 @@ function indexed(site: Site, index: number, node?: ASTNode): Site {
 
 function named(site: Site, key: string, node?: ASTNode): Site {
   return { ...site, name: `${site.name}.${key}`, node: node ?? site.node };
+}
+
+/** The most file bytes one upload field takes, and the reason a request past it gets. */
+export interface UploadCapacity {
+  maxBytes: number;
+  tooLarge: string;
+}
+
+/**
+ * The most file bytes any one field of `schema` takes in its `Upload` arguments (a list of
+ * uploads counts `maxItems` files), with that field's `tooLarge` reason; null when no field
+ * takes an upload, or one takes an upload of no declared size (only the multipart body cap
+ * then bounds it).
+ */
+export function uploadCapacity(schema: GraphQLSchema): UploadCapacity | null {
+  let widest: UploadCapacity | null = null;
+  for (const root of [schema.getQueryType(), schema.getMutationType()]) {
+    for (const field of Object.values(root?.getFields() ?? {})) {
+      let bytes = 0;
+      let tooLarge = 'body_too_large';
+      for (const argument of field.args) {
+        if (getNamedType(argument.type).name !== 'Upload') continue;
+        const limits = limitsOf(argument);
+        if (limits?.maxBytes === undefined) return null;
+        const files = isListType(getNullableType(argument.type))
+          ? (limits.maxItems ?? DEFAULT_LIST_MAX)
+          : 1;
+        bytes += files * limits.maxBytes;
+        if (limits.tooLarge) tooLarge = limits.tooLarge;
+      }
+      if (bytes > 0 && (!widest || bytes > widest.maxBytes)) widest = { maxBytes: bytes, tooLarge };
+    }
+  }
+  return widest;
 }

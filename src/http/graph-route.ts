@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { GraphQLSchema } from 'graphql';
 import type { AccessCatalogue } from '../auth/access.js';
 import type { CredentialCache } from '../auth/credential-cache.js';
 import { resolveCredential } from '../auth/credentials.js';
@@ -8,7 +9,8 @@ import { createContext, type Actor } from '../context.js';
 import type { Database } from '../db/client.js';
 import type { QueryGate } from '../db/gate.js';
 import type { EventBus } from '../events/bus.js';
-import { refuse, seconds, type AppError } from '../errors.js';
+import { refuse, refusePlugin, seconds, type AppError } from '../errors.js';
+import { uploadCapacity } from '../graph/input-limits.js';
 import { jsonMediaType, jsonOperation } from '../graph/json-operation.js';
 import { GRAPH_PATH, type GraphServer, type GraphServerContext } from '../graph/server.js';
 import type { Logger } from '../log.js';
@@ -40,6 +42,8 @@ import {
 
 export interface GraphRouteDeps {
   config: Config;
+  /** The served schema: its upload fields' declared file sizes bound a multipart body. */
+  schema: GraphQLSchema;
   database: Database;
   gate: QueryGate;
   log: Logger;
@@ -84,6 +88,12 @@ export function streamCapRefusal(perUser: number, retryAfter: number): AppError 
   });
 }
 
+/**
+ * Room a multipart upload has beyond its files: the operation and map parts, boundaries and
+ * part headers (docs/limits.md).
+ */
+export const MULTIPART_ALLOWANCE = 64 * 1024;
+
 function isMultipart(req: IncomingMessage): boolean {
   return /^multipart\//i.test(req.headers['content-type'] ?? '');
 }
@@ -94,6 +104,7 @@ function isMultipart(req: IncomingMessage): boolean {
  */
 export function createGraphRoute(deps: GraphRouteDeps) {
   const { config, log } = deps;
+  const uploads = uploadCapacity(deps.schema);
   const retryAfter = String(Math.max(1, Math.ceil(config.graph.retryAfterMs / 1000)));
   const anonymousSlots = createSlots({
     perKey: config.graph.anonymous.perIp,
@@ -189,11 +200,21 @@ export function createGraphRoute(deps: GraphRouteDeps) {
       : multipart
         ? config.graph.uploadMaxBytes
         : config.graph.bodyMaxBytes;
-    const read = await readBody(req, maxBytes);
+    // An upload can't be larger than the files the schema's upload fields take, plus its
+    // operation: one declared (or sent) past that is refused at once, by its field's reason.
+    const filesFit =
+      actor && multipart && uploads && uploads.maxBytes + MULTIPART_ALLOWANCE < maxBytes
+        ? uploads
+        : null;
+    const read = await readBody(req, filesFit ? filesFit.maxBytes + MULTIPART_ALLOWANCE : maxBytes);
     if (read === 'too-large') {
       if (!actor)
         graphRefusal(res, 200, refuse('authentication_required'), { connection: 'close' });
-      else graphRefusal(res, 413, refuse('body_too_large', { maxBytes }), { connection: 'close' });
+      else if (filesFit && !(Number(req.headers['content-length']) > maxBytes)) {
+        const error = refusePlugin(filesFit.tooLarge, { maxBytes: filesFit.maxBytes });
+        graphRefusal(res, 413, error, { connection: 'close' });
+      } else
+        graphRefusal(res, 413, refuse('body_too_large', { maxBytes }), { connection: 'close' });
       return 'refused';
     }
     return read;

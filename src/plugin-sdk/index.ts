@@ -88,8 +88,9 @@ export type { BusNotice } from '../events/bus.js';
 export { registerChannel } from '../contacts/channels.js';
 export { pageSize } from '../paging/index.js';
 /**
- * Untrusted input parsed off the request thread: a JavaScript module run on a worker
- * thread under a heap and a time limit (an uploaded spreadsheet).
+ * Untrusted input parsed off the serving process: a JavaScript module's default export run
+ * in a worker process under memory, time and answer limits, counted against the process's
+ * and the workspace's worker bounds (an uploaded spreadsheet; docs/plugins.md).
  */
 export {
   runInWorker,
