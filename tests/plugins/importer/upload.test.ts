@@ -216,7 +216,7 @@ describe('importUpload: hostile files', () => {
     expect(job.rowCount).toBe(0);
   });
 
-  test('a huge shared-strings table stops at the parser’s memory limit as file_unreadable', async () => {
+  test('a huge shared-strings table is file_unreadable by its declared size, before it is inflated', async () => {
     const book = XLSX.utils.book_new();
     XLSX.utils.book_append_sheet(book, XLSX.utils.aoa_to_sheet([['name'], ['Ada']]), 'Contacts');
     const cfb = (XLSX as unknown as { CFB: CfbApi }).CFB;
@@ -250,7 +250,18 @@ describe('importUpload: hostile files', () => {
     expect(latencyMs).toBeGreaterThan(0); // reported by --verbose runs, never a threshold
     const { body } = await pending;
     expectReason(body, 'VALIDATION', 'file_unreadable');
-    expect(body.errors?.[0]?.message).toBe('the file is too large or complex to read');
+    expect(body.errors?.[0]?.message).toBe('file unreadable: it inflates to more than 64 MiB');
+  });
+
+  test('a CSV row holding a NUL is row_malformed; its neighbours stage', async () => {
+    const job = await staged(
+      'name,email\nAda,ada@example.com\nN\u0000l,nul@example.com\nBea,b@example.com\n',
+    );
+    expect(job.rows).toEqual([
+      { line: 2, cells: ['Ada', 'ada@example.com'], reason: null },
+      { line: 3, cells: [], reason: { code: 'row_malformed', meta: {} } },
+      { line: 4, cells: ['Bea', 'b@example.com'], reason: null },
+    ]);
   });
 
   test('a cell holding text the database can’t store (NUL, a lone surrogate) leaves its row row_malformed', async () => {
