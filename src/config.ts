@@ -12,6 +12,7 @@ import {
   readGraphLimits,
   readHttp,
   readInvitations,
+  readOutbound,
   readServer,
   readWebhooks,
   readWorkspaces,
@@ -41,7 +42,7 @@ export type {
  */
 export function loadConfig(env: Env): LoadedConfig {
   const reader = new EnvReader(env);
-  const config: Config = {
+  const read: Omit<Config, 'outbound'> = {
     server: readServer(reader),
     mail: readMail(reader),
     invitations: readInvitations(reader),
@@ -53,6 +54,8 @@ export function loadConfig(env: Env): LoadedConfig {
     fields: readFields(reader),
     commands: readCommands(reader),
   };
+  // Read after the chat group: an operator-set SVC_CHAT_GRAPH_URL joins its list.
+  const config: Config = { ...read, outbound: readOutbound(reader, read.chat) };
   return { config: deepFreeze(config), problems: reader.problems };
 }
 
