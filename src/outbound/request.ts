@@ -94,7 +94,8 @@ export type OutboundResult =
       redirects: number;
       setting: string;
     }
-  | { kind: 'failed'; reason: OutboundFailure; message: string };
+  /** `status`: the answer's, when its headers came before the connection broke. */
+  | { kind: 'failed'; reason: OutboundFailure; message: string; status?: number };
 
 type Failed = Extract<OutboundResult, { kind: 'failed' }>;
 
@@ -395,9 +396,10 @@ function readBody(
   res.on('end', () =>
     done({ kind: 'answered', status, headers: res.headers, chunks, size, redirects: 0 }),
   );
-  res.on('error', () => done(clock.why ?? failed('connect', 'the answer was cut short')));
+  const cut = () => done(clock.why ?? { ...failed('connect', 'the answer was cut short'), status });
+  res.on('error', cut);
   res.on('close', () => {
-    if (!res.complete) done(clock.why ?? failed('connect', 'the answer was cut short'));
+    if (!res.complete) cut();
   });
 }
 

@@ -57,6 +57,10 @@ export async function sendOnce(options: SendOptions): Promise<SendOutcome> {
         allowable: outcome.allowable,
       };
     case 'failed':
+      // Cut short after its headers: the receiver answered, as the sender always counted it.
+      if (outcome.reason === 'connect' && outcome.status !== undefined) {
+        return { kind: 'answered', status: outcome.status };
+      }
       return { kind: 'error', message: outcome.message };
   }
 }

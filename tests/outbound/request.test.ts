@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { loadConfig } from '../../src/config.js';
 import type { AllowList, Resolve } from '../../src/outbound/address.js';
 import { fetchOutbound } from '../../src/outbound/plugin.js';
+import { sendOnce } from '../../src/webhooks/send.js';
 import {
   answerText,
   describeOutcome,
@@ -459,5 +460,62 @@ describe('fetchOutbound, the SDK function', () => {
     expect(
       await fetchOutbound(config, { url: 'http://169.254.169.254/v23.0/latest' }),
     ).toMatchObject({ kind: 'refused', allowable: false });
+  });
+});
+
+describe('the webhook sender on the shared request', () => {
+  const loopback = () => allowList('127.0.0.1/32');
+  /** Answers 200 with a declared body it breaks off halfway. */
+  const cutShort: Handler = (res) => {
+    res.writeHead(200, { 'content-length': 1000 });
+    res.write(Buffer.alloc(10), () => res.destroy());
+  };
+
+  test('a body cut short fails a plain request, naming the status it had', async () => {
+    const broken = await receiver(cutShort);
+    expect(await call(`${broken.origin}/`, { allow: loopback() })).toEqual({
+      kind: 'failed',
+      reason: 'connect',
+      message: 'the answer was cut short',
+      status: 200,
+    });
+  });
+
+  test('a receiver that answered 2xx and broke off its body still answered', async () => {
+    const broken = await receiver(cutShort);
+    const outcome = await sendOnce({
+      url: `${broken.origin}/hook`,
+      body: Buffer.from('{}'),
+      headers: {},
+      allow: loopback(),
+    });
+    expect(outcome).toEqual({ kind: 'answered', status: 200 });
+  });
+
+  test('a 3xx is the answer: the delivery never follows it', async () => {
+    const target = await receiver(ok);
+    const hop = await receiver((res) => res.writeHead(307, { location: target.origin }).end());
+    const outcome = await sendOnce({
+      url: `${hop.origin}/hook`,
+      body: Buffer.from('{}'),
+      headers: {},
+      allow: loopback(),
+    });
+    expect(outcome).toEqual({ kind: 'answered', status: 307 });
+    expect(target.hits).toHaveLength(0);
+    expect(hop.hits[0]).toMatchObject({ method: 'POST', body: '{}' });
+  });
+
+  test('a long answer body is not read past its cap; the status counts', async () => {
+    const chatty = await receiver((res) =>
+      res.writeHead(200, { 'content-length': 10_000_000 }).end(Buffer.alloc(10_000_000)),
+    );
+    const outcome = await sendOnce({
+      url: `${chatty.origin}/hook`,
+      body: Buffer.from('{}'),
+      headers: {},
+      allow: loopback(),
+    });
+    expect(outcome).toEqual({ kind: 'answered', status: 200 });
   });
 });
