@@ -48,7 +48,20 @@ export default tseslint.config(
               regex: '^(\\.\\./)+src/(?!plugin-sdk/)',
               message: 'Plugins import the core only through src/plugin-sdk.',
             },
+            {
+              // Outbound HTTP goes through the SDK's fetchOutbound (address rules, redirects,
+              // credentials, time and size bounds); docs/plugins.md.
+              regex: '^(node:)?(http|https|http2|net|tls|dgram)$|^undici$',
+              message: 'Plugins reach other hosts only through fetchOutbound from the SDK.',
+            },
           ],
+        },
+      ],
+      'no-restricted-globals': [
+        'error',
+        {
+          name: 'fetch',
+          message: 'Plugins reach other hosts only through fetchOutbound from the SDK.',
         },
       ],
     },

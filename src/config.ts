@@ -12,6 +12,7 @@ import {
   readGraphLimits,
   readHttp,
   readInvitations,
+  readOutbound,
   readServer,
   readWebhooks,
   readWorkers,
@@ -42,7 +43,7 @@ export type {
  */
 export function loadConfig(env: Env): LoadedConfig {
   const reader = new EnvReader(env);
-  const config: Config = {
+  const read: Omit<Config, 'outbound'> = {
     server: readServer(reader),
     mail: readMail(reader),
     invitations: readInvitations(reader),
@@ -55,6 +56,8 @@ export function loadConfig(env: Env): LoadedConfig {
     workers: readWorkers(reader),
     commands: readCommands(reader),
   };
+  // Read after the chat group: an operator-set SVC_CHAT_GRAPH_URL joins its list.
+  const config: Config = { ...read, outbound: readOutbound(reader, read.chat) };
   return { config: deepFreeze(config), problems: reader.problems };
 }
 

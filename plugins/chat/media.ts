@@ -14,7 +14,16 @@ import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { sql } from 'drizzle-orm';
-import { drizzleOver, type Config, type PluginRuntime } from '../../src/plugin-sdk/index.js';
+import {
+  answerJson,
+  describeOutcome,
+  drizzleOver,
+  fetchOutbound,
+  type Config,
+  type OutboundAnswer,
+  type OutboundResult,
+  type PluginRuntime,
+} from '../../src/plugin-sdk/index.js';
 import { MEDIA_SETTLED, recordChatEvent } from './events.js';
 import { lineOf, type ChatLine } from './settings.js';
 
@@ -26,8 +35,14 @@ export const MEDIA_LEASE_MS = 2 * 60_000;
 /** Retries stop this long after the message arrived; the media is then `failed`. */
 export const MEDIA_RETRY_WINDOW_MS = 24 * 60 * 60_000;
 const LOOKUP_TIMEOUT_MS = 15_000;
+/** A lookup's answer is a small JSON object. */
+const LOOKUP_MAX_BYTES = 64 * 1024;
 /** The whole download, well inside the lease. */
 const DOWNLOAD_TIMEOUT_MS = 90_000;
+/** A download's connection and headers, and each wait for its next chunk. */
+const DOWNLOAD_STEP_MS = 15_000;
+/** Redirects a download may follow (each hop judged by the address rules). */
+const DOWNLOAD_REDIRECTS = 3;
 /** Downloads in flight at once per process: at most this many capped files in memory. */
 const CONCURRENCY = 2;
 const POLL_MS = 1000;
@@ -66,8 +81,18 @@ interface Claimed {
   attempt: number;
 }
 
-/** A failure worth retrying; its message is stored as media_error (no secrets in it). */
-class MediaFailure extends Error {}
+/**
+ * A failed attempt; its message is stored as media_error (no secrets in it). Retried, unless
+ * `final`: the media is then `failed` at once.
+ */
+class MediaFailure extends Error {
+  constructor(
+    message: string,
+    readonly final = false,
+  ) {
+    super(message);
+  }
+}
 
 type Outcome =
   | { state: 'stored'; contentType: string; size: number; sha256: string; chunks: Uint8Array[] }
@@ -138,7 +163,10 @@ export function startMediaWorker(runtime: PluginRuntime): MediaWorker {
       if (!(error instanceof MediaFailure)) {
         log.error({ err: error, messageId: row.id }, 'chat media download failed unexpectedly');
       }
-      await recordFailure(row, message);
+      if (error instanceof MediaFailure && error.final) {
+        log.warn({ messageId: row.id, error: message }, 'chat media refused; not retried');
+        await settle(row, 'failed', null, null, message);
+      } else await recordFailure(row, message);
       return;
     }
     if (outcome.state === 'too_large') {
@@ -154,64 +182,61 @@ export function startMediaWorker(runtime: PluginRuntime): MediaWorker {
     }
   }
 
-  /** Lookup, then download: stored bytes, too large, or a MediaFailure. */
+  /**
+   * Lookup, then download: stored bytes, too large, or a MediaFailure. Both go through the
+   * SDK's outbound fetch: the lookup's `url` is the platform's word, so its address (and each
+   * redirect's) is judged like any other, and the bearer never follows a redirect elsewhere.
+   */
   async function fetchMedia(cfg: Config, line: ChatLine, mediaId: string): Promise<Outcome> {
     const cap = cfg.chat.mediaMaxBytes;
     const auth = { authorization: `Bearer ${line.accessToken}` };
     const lookupUrl = `${cfg.chat.graphUrl.replace(/\/+$/, '')}/${encodeURIComponent(mediaId)}`;
-    const info = await request('lookup', lookupUrl, auth, LOOKUP_TIMEOUT_MS, async (response) => {
-      const body = (await response.json().catch(() => null)) as {
-        url?: unknown;
-        mime_type?: unknown;
-        file_size?: unknown;
-      } | null;
-      if (!body || typeof body.url !== 'string' || !/^https?:\/\//i.test(body.url)) {
-        throw new MediaFailure('lookup answered no download url');
-      }
-      const size = Number(body.file_size);
-      return {
-        url: body.url,
-        contentType: safeContentType(body.mime_type),
-        size: body.file_size !== undefined && Number.isFinite(size) ? size : null,
-      };
-    });
-    if (info.size !== null && info.size > cap) {
-      return { state: 'too_large', size: info.size, contentType: info.contentType };
+    const looked = request(
+      'lookup',
+      await fetchOutbound(cfg, {
+        url: lookupUrl,
+        headers: auth,
+        timeoutMs: LOOKUP_TIMEOUT_MS,
+        maxBytes: LOOKUP_MAX_BYTES,
+      }),
+    );
+    const body = answerJson(looked) as {
+      url?: unknown;
+      mime_type?: unknown;
+      file_size?: unknown;
+    } | null;
+    if (!body || typeof body.url !== 'string' || !/^https?:\/\//i.test(body.url)) {
+      throw new MediaFailure('lookup answered no download url');
     }
-    return request('download', info.url, auth, DOWNLOAD_TIMEOUT_MS, async (response, abort) => {
-      if (!response.body) throw new MediaFailure('download answered no body');
-      const declared = Number(response.headers.get('content-length') ?? NaN);
-      if (declared > cap) {
-        abort();
-        return { state: 'too_large', size: declared, contentType: info.contentType };
-      }
-      const hash = createHash('sha256');
-      // The file is held once, as it arrived; the store sends these chunks as they are.
-      const chunks: Uint8Array[] = [];
-      let size = 0;
-      const reader = response.body.getReader();
-      for (;;) {
-        const { done, value: chunk } = await reader.read();
-        if (done) break;
-        size += chunk.length;
-        if (size > cap) {
-          abort();
-          return { state: 'too_large', size: null, contentType: info.contentType };
-        }
-        hash.update(chunk);
-        chunks.push(chunk);
-      }
-      return {
-        state: 'stored',
-        contentType:
-          info.contentType ??
-          safeContentType(response.headers.get('content-type')) ??
-          'application/octet-stream',
-        size,
-        sha256: hash.digest('hex'),
-        chunks,
-      };
+    const size = Number(body.file_size);
+    const contentType = safeContentType(body.mime_type);
+    if (body.file_size !== undefined && Number.isFinite(size) && size > cap) {
+      return { state: 'too_large', size, contentType };
+    }
+    const result = await fetchOutbound(cfg, {
+      url: body.url,
+      // The platform's download URLs want the bearer too; a redirect elsewhere drops it.
+      headers: auth,
+      maxRedirects: DOWNLOAD_REDIRECTS,
+      timeoutMs: DOWNLOAD_TIMEOUT_MS,
+      stepTimeoutMs: DOWNLOAD_STEP_MS,
+      maxBytes: cap,
     });
+    if (result.kind === 'too_large') {
+      return { state: 'too_large', size: result.declared, contentType };
+    }
+    const file = request('download', result);
+    const hash = createHash('sha256');
+    // The file is held once, as it arrived; the store sends these chunks as they are.
+    for (const chunk of file.chunks) hash.update(chunk);
+    const headerType = file.headers['content-type'];
+    return {
+      state: 'stored',
+      contentType: contentType ?? safeContentType(headerType) ?? 'application/octet-stream',
+      size: file.size,
+      sha256: hash.digest('hex'),
+      chunks: file.chunks,
+    };
   }
 
   /**
@@ -250,13 +275,15 @@ export function startMediaWorker(runtime: PluginRuntime): MediaWorker {
     state: 'too_large' | 'failed',
     size: number | null,
     contentType: string | null,
+    error: string | null = null,
   ): Promise<void> {
+    const text = state === 'too_large' ? 'larger than SVC_CHAT_MEDIA_MAX_BYTES' : error;
     await database.db.transaction(async (tx) => {
       const settled = await tx.execute(sql`
         update chat_messages
         set media_state = ${state}, media_bytes = coalesce(${size}::bigint, media_bytes),
             media_next_at = null, media_mime_type = coalesce(media_mime_type, ${contentType}),
-            media_error = ${state === 'too_large' ? 'larger than SVC_CHAT_MEDIA_MAX_BYTES' : null}
+            media_error = ${text?.slice(0, ERROR_MAX) ?? null}
         where workspace_id = ${row.workspaceId} and id = ${row.id}
           and media_state = 'pending' and media_attempts = ${row.attempt}
         returning id`);
@@ -368,62 +395,37 @@ export function startMediaWorker(runtime: PluginRuntime): MediaWorker {
 }
 
 /**
- * One GET with the bearer under a timeout: `read` judges a 2xx answer (and may abort the
- * rest of it); anything else is a MediaFailure naming the step, never the URL (it may
- * carry a token) or the bearer.
+ * A 2xx answer of `step`, or a MediaFailure naming the step and why, never the URL (it may
+ * carry a token) or the bearer. A refused address is final: retrying cannot change the rule.
  */
-async function request<T>(
-  step: 'lookup' | 'download',
-  url: string,
-  headers: Record<string, string>,
-  timeoutMs: number,
-  read: (response: Response, abort: () => void) => Promise<T>,
-): Promise<T> {
-  const controller = new AbortController();
-  const timer = setTimeout(() => controller.abort(), timeoutMs);
-  try {
-    let response: Response;
-    try {
-      response = await fetch(url, { headers, signal: controller.signal });
-    } catch (error) {
-      throw new MediaFailure(`${step} failed: ${describe(error)}`);
-    }
-    if (!response.ok) {
-      const code = await graphErrorCode(response);
-      controller.abort();
-      throw new MediaFailure(
-        `${step} answered ${response.status}${code === null ? '' : ` (code ${code})`}`,
-      );
-    }
-    try {
-      return await read(response, () => controller.abort());
-    } catch (error) {
-      if (error instanceof MediaFailure) throw error;
-      throw new MediaFailure(
-        controller.signal.aborted ? `${step} timed out` : `${step} failed: ${describe(error)}`,
-      );
-    }
-  } finally {
-    clearTimeout(timer);
+function request(step: 'lookup' | 'download', result: OutboundResult): OutboundAnswer {
+  if (result.kind === 'answered') {
+    if (result.status >= 200 && result.status < 300) return result;
+    const code = graphErrorCode(result);
+    throw new MediaFailure(
+      `${step} answered ${result.status}${code === null ? '' : ` (code ${code})`}`,
+    );
   }
+  if (result.kind === 'refused') {
+    throw new MediaFailure(`${step} refused: ${describeOutcome(result)}`, true);
+  }
+  if (result.kind === 'failed' && result.reason === 'timeout') {
+    throw new MediaFailure(`${step} timed out`);
+  }
+  throw new MediaFailure(`${step} failed: ${describeOutcome(result)}`);
 }
 
-/** The platform error's numeric code, if the body is one (read at most a few KiB). */
-async function graphErrorCode(response: Response): Promise<number | null> {
-  const type = response.headers.get('content-type') ?? '';
-  if (!type.includes('json') || Number(response.headers.get('content-length')) > 16_384) {
-    return null;
-  }
-  const body = (await response.json().catch(() => null)) as { error?: { code?: unknown } } | null;
+/** The platform error's numeric code, if the body is one (a few KiB at most). */
+function graphErrorCode(answer: OutboundAnswer): number | null {
+  const type = answer.headers['content-type'] ?? '';
+  if (!type.includes('json') || answer.size > 16_384) return null;
+  const body = answerJson(answer) as { error?: { code?: unknown } } | null;
   return typeof body?.error?.code === 'number' ? body.error.code : null;
 }
 
-/** An error's kind in a few words: a network code, an abort, never a URL. */
+/** An unexpected error's kind in a few words, never a URL. */
 function describe(error: unknown): string {
   if (!(error instanceof Error)) return 'unknown error';
-  if (error.name === 'AbortError') return 'timed out';
-  const cause = error.cause as { code?: unknown } | undefined;
-  if (typeof cause?.code === 'string') return `${error.message} (${cause.code})`;
   return error.message.replace(/https?:\/\/\S+/g, '<url>').slice(0, ERROR_MAX);
 }
 

@@ -1,7 +1,15 @@
 // Replies (chatSendMessage): the platform's send endpoint, then the reply stored as
 // `accepted`; its delivery statuses arrive later at the webhook (docs/chat.md).
 import { and, eq, sql } from 'drizzle-orm';
-import { checkText, refuse, signedIn, type Context } from '../../src/plugin-sdk/index.js';
+import {
+  answerJson,
+  checkText,
+  describeOutcome,
+  fetchOutbound,
+  refuse,
+  signedIn,
+  type Context,
+} from '../../src/plugin-sdk/index.js';
 import { applyEarlyStatuses } from './inbound.js';
 import { lineOf, type ChatLine } from './settings.js';
 import { chatConversations, chatMessages, type ChatMessage } from './tables.js';
@@ -10,6 +18,8 @@ import { chatConversations, chatMessages, type ChatMessage } from './tables.js';
 export const TEXT_MAX_CHARS = 4096;
 /** How long a send waits for the platform (as a webhook delivery waits for a subscriber). */
 const SEND_TIMEOUT_MS = 10_000;
+/** The platform answers a send with a small JSON object. */
+const ANSWER_MAX_BYTES = 64 * 1024;
 
 /** What the platform answers when it does not accept a message. */
 interface PlatformError {
@@ -76,39 +86,34 @@ export async function sendMessage(
 
 /** POSTs the message; answers the platform's message id or refuses with upstream_failed. */
 async function post(ctx: Context, line: ChatLine, to: string, body: string): Promise<string> {
-  let response: Response;
-  try {
-    response = await fetch(
-      `${ctx.config.chat.graphUrl}/${encodeURIComponent(line.phoneNumberId)}/messages`,
-      {
-        method: 'POST',
-        headers: {
-          authorization: `Bearer ${line.accessToken}`,
-          'content-type': 'application/json',
-        },
-        body: JSON.stringify({
-          messaging_product: 'whatsapp',
-          recipient_type: 'individual',
-          to,
-          type: 'text',
-          text: { preview_url: false, body },
-        }),
-        redirect: 'manual',
-        signal: AbortSignal.any([ctx.signal, AbortSignal.timeout(SEND_TIMEOUT_MS)]),
-      },
-    );
-  } catch (error) {
-    ctx.log.warn({ err: error }, 'chat send: the platform did not answer');
+  const result = await fetchOutbound(ctx.config, {
+    url: `${ctx.config.chat.graphUrl}/${encodeURIComponent(line.phoneNumberId)}/messages`,
+    method: 'POST',
+    headers: { authorization: `Bearer ${line.accessToken}`, 'content-type': 'application/json' },
+    body: JSON.stringify({
+      messaging_product: 'whatsapp',
+      recipient_type: 'individual',
+      to,
+      type: 'text',
+      text: { preview_url: false, body },
+    }),
+    timeoutMs: SEND_TIMEOUT_MS,
+    maxBytes: ANSWER_MAX_BYTES,
+    signal: ctx.signal,
+  });
+  if (result.kind !== 'answered') {
+    const problem = describeOutcome(result);
+    ctx.log.warn({ outcome: result.kind, problem }, 'chat send: the platform did not answer');
     throw refuse('upstream_failed', { code: null, title: 'the platform did not answer' });
   }
-  const answer = (await response.json().catch(() => null)) as
-    (PlatformError & { messages?: { id?: string }[] }) | null;
+  const answer = answerJson(result) as (PlatformError & { messages?: { id?: string }[] }) | null;
   const id = answer?.messages?.[0]?.id;
-  if (response.ok && typeof id === 'string' && id) return id;
+  const ok = result.status >= 200 && result.status < 300;
+  if (ok && typeof id === 'string' && id) return id;
   const error = answer?.error;
-  ctx.log.warn({ status: response.status, code: error?.code }, 'chat send refused by the platform');
+  ctx.log.warn({ status: result.status, code: error?.code }, 'chat send refused by the platform');
   throw refuse('upstream_failed', {
     code: typeof error?.code === 'number' ? error.code : null,
-    title: error?.error_user_title ?? error?.message ?? `HTTP ${response.status}`,
+    title: error?.error_user_title ?? error?.message ?? `HTTP ${result.status}`,
   });
 }

@@ -115,6 +115,21 @@ export function readWebhooks(env: EnvReader): Config['webhooks'] {
   return env.group('webhooks').read('SVC_WEBHOOK_ALLOWED_HOSTS', webhookAllowList, '');
 }
 
+/**
+ * SVC_OUTBOUND_ALLOWED_HOSTS, in SVC_WEBHOOK_ALLOWED_HOSTS's words and group (a refused value
+ * stops what a refused webhook list stops). A base URL the operator set for a plugin's
+ * platform (SVC_CHAT_GRAPH_URL) is vouched for: its host and port count as listed, which
+ * opens an internal address there but never a link-local or metadata one.
+ */
+export function readOutbound(env: EnvReader, chat: Config['chat']): Config['outbound'] {
+  const listed = env.group('webhooks').read('SVC_OUTBOUND_ALLOWED_HOSTS', webhookAllowList, '');
+  if (!env.isSet('SVC_CHAT_GRAPH_URL') || env.refused('SVC_CHAT_GRAPH_URL')) return listed;
+  const base = new URL(chat.graphUrl);
+  const host = base.hostname.replace(/^\[(.*)\]$/, '$1');
+  const port = base.port !== '' ? Number(base.port) : base.protocol === 'https:' ? 443 : 80;
+  return { ...listed, allowedHostPorts: [...listed.allowedHostPorts, { host, port }] };
+}
+
 export function readChat(env: EnvReader): Config['chat'] {
   const r = env.group('chat');
   return {

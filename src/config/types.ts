@@ -106,6 +106,11 @@ export interface Config {
     shutdownStopGraceMs: number;
   };
   webhooks: WebhookAllowList;
+  /**
+   * SVC_OUTBOUND_ALLOWED_HOSTS, what plugins' outbound requests may reach although internal;
+   * the host and port of an operator-set SVC_CHAT_GRAPH_URL count as a host:port entry.
+   */
+  outbound: WebhookAllowList;
   chat: {
     verifyToken: string | null;
     appSecret: string | null;

@@ -100,6 +100,23 @@ export {
 } from '../workers/run.js';
 export type { UploadedFile } from '../graph/builder.js';
 /**
+ * The only way a plugin reaches another host over HTTP (docs/plugins.md "Outbound HTTP"):
+ * every address judged by SPEC 8.2 under SVC_OUTBOUND_ALLOWED_HOSTS, redirects judged hop by
+ * hop, credentials kept to their origin, time and size bounded.
+ */
+export { fetchOutbound } from '../outbound/plugin.js';
+export {
+  describeOutcome,
+  answerText,
+  answerJson,
+  MAX_REDIRECTS,
+  type OutboundRequest,
+  type OutboundResult,
+  type OutboundAnswer,
+  type OutboundFailure,
+  type OutboundMethod,
+} from '../outbound/request.js';
+/**
  * Limits every graph input is held to and what fields cost (docs/limits.md): declare an
  * argument's cap with `extensions: limited({ maxLength })`, a field's statements with
  * `extensions: costs({ cost })`, and check stored text in a service with `checkText`.

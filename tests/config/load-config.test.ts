@@ -76,6 +76,7 @@ const DEFAULTS: [string, string, unknown][] = [
   ['SVC_SHUTDOWN_CANCEL_GRACE', 'http.shutdownCancelGraceMs', 5000],
   ['SVC_SHUTDOWN_STOP_GRACE', 'http.shutdownStopGraceMs', 5000],
   ['SVC_WEBHOOK_ALLOWED_HOSTS', 'webhooks', { allowedCidrs: [], allowedHostPorts: [] }],
+  ['SVC_OUTBOUND_ALLOWED_HOSTS', 'outbound', { allowedCidrs: [], allowedHostPorts: [] }],
   ['SVC_CHAT_VERIFY_TOKEN', 'chat.verifyToken', null],
   ['SVC_CHAT_APP_SECRET', 'chat.appSecret', null],
   ['SVC_CHAT_ACCESS_TOKEN', 'chat.accessToken', null],
@@ -276,6 +277,8 @@ const REFUSED: [string, string, ConfigGroup][] = [
   ['SVC_WEBHOOK_ALLOWED_HOSTS', 'n8n', 'webhooks'],
   ['SVC_WEBHOOK_ALLOWED_HOSTS', '10.0.0.5', 'webhooks'],
   ['SVC_WEBHOOK_ALLOWED_HOSTS', 'n8n:99999', 'webhooks'],
+  ['SVC_OUTBOUND_ALLOWED_HOSTS', 'cdn', 'webhooks'],
+  ['SVC_OUTBOUND_ALLOWED_HOSTS', '10.0.0.5', 'webhooks'],
   ['SVC_CHAT_GRAPH_URL', 'ftp://graph.example.com', 'chat'],
   ['SVC_CHAT_GRAPH_URL', 'graph.facebook.com', 'chat'],
   ['SVC_CHAT_MEDIA_MAX_BYTES', '25MiB', 'chat'],
@@ -452,6 +455,25 @@ describe('trusted proxies and webhook hosts', () => {
       { host: 'host', port: 5678 },
       { host: '::1', port: 8080 },
     ]);
+  });
+
+  test('an operator-set SVC_CHAT_GRAPH_URL joins the outbound list as host:port; the default does not', () => {
+    const { config } = loadConfig({
+      SVC_OUTBOUND_ALLOWED_HOSTS: 'cdn:8443',
+      SVC_CHAT_GRAPH_URL: 'http://[::1]:9000/v23.0',
+    });
+    expect(config.outbound.allowedHostPorts).toEqual([
+      { host: 'cdn', port: 8443 },
+      { host: '::1', port: 9000 },
+    ]);
+    expect(loadConfig({ SVC_CHAT_GRAPH_URL: 'https://graph.example/v1' }).config.outbound).toEqual({
+      allowedCidrs: [],
+      allowedHostPorts: [{ host: 'graph.example', port: 443 }],
+    });
+    expect(loadConfig({}).config.outbound.allowedHostPorts).toEqual([]);
+    expect(loadConfig({ SVC_CHAT_GRAPH_URL: 'ftp://x' }).config.outbound.allowedHostPorts).toEqual(
+      [],
+    );
   });
 });
 

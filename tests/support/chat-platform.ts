@@ -96,6 +96,8 @@ export interface AddMediaInput {
   fileName?: string;
   /** The `file_size` the lookup reports instead of the real length (the download is unchanged). */
   reportSize?: number;
+  /** The `url` the lookup answers instead of a minted download URL (a hostile or broken lookup). */
+  url?: string;
 }
 
 /** The `{ id, mime_type, sha256 }` a webhook carries for a registered media object. */
@@ -145,6 +147,7 @@ interface StoredMedia {
   mimeType: string;
   fileName?: string;
   reportSize?: number;
+  url?: string;
 }
 
 const JSON_TYPE = 'application/json; charset=UTF-8';
@@ -300,7 +303,7 @@ export async function startChatPlatform(options: ChatPlatformOptions = {}): Prom
     tokens.set(token, { id, expires: Date.now() + mediaUrlTtlMs });
     answerJson(res, 200, {
       messaging_product: 'whatsapp',
-      url: `${origin}/media-download/${encodeURIComponent(id)}?token=${token}`,
+      url: item.url ?? `${origin}/media-download/${encodeURIComponent(id)}?token=${token}`,
       mime_type: item.mimeType,
       sha256: createHash('sha256').update(item.bytes).digest('hex'),
       file_size: item.reportSize ?? item.bytes.length,
@@ -405,6 +408,7 @@ export async function startChatPlatform(options: ChatPlatformOptions = {}): Prom
         mimeType: input.mimeType,
         fileName: input.fileName,
         reportSize: input.reportSize,
+        url: input.url,
       });
       return id;
     },
