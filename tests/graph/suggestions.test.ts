@@ -13,7 +13,7 @@ const probes: [string, string, RegExp][] = [
   ['{ contactz }', 'Cannot query field "contactz" on type "Query".', /Did you mean "contact/],
   ['mutation { logi }', 'Cannot query field "logi" on type "Mutation".', /Did you mean "login"/],
   [
-    '{ contacts(firts: 1) { totalCount } }',
+    '{ contacts(firts: 1) { pageInfo { hasNextPage } } }',
     'Unknown argument "firts" on field "Query.contacts".',
     /Did you mean "first"\?/,
   ],
