@@ -118,13 +118,11 @@ describe('svc serve while PostgreSQL is down', () => {
       const listenerBackMs = performance.now() - restarted;
       await waitFor('readiness again', async () => (await readyz()).status === 200);
 
-      process.stderr.write(
-        `FIGURES ${JSON.stringify({ exited, polls, answer: { status: answer.status, body: answer.body, answerMs }, listenerBackMs })}\n`,
-      );
-      expect(exited).toBeNull();
       expect(polls.map((poll) => poll.status)).toEqual([503, 503, 503, 503, 503, 503]);
       expect(Math.max(...polls.map((poll) => poll.ms))).toBeLessThan(1000);
       expect(answer.status).toBe(503);
+      // One reconnect delay (at most 1 s) and a refused connection, not a hang.
+      expect(answerMs).toBeLessThan(3000);
       expect(answer.headers.get('retry-after')).toBe('1');
       expect(answer.body).toEqual({
         data: null,
