@@ -9,7 +9,9 @@ export type ErrorCode =
   | 'CONFLICT'
   | 'RATE_LIMITED'
   | 'COMPLEXITY_LIMIT_EXCEEDED'
-  | 'INTERNAL';
+  | 'INTERNAL'
+  // Not in SPEC 7.1: the database is out of reach (docs/errors.md, docs/decisions.md).
+  | 'UNAVAILABLE';
 
 export type Meta = Record<string, unknown>;
 
@@ -186,6 +188,12 @@ export const coreReasons = {
     'VALIDATION',
     (m) => `operation holds more than ${m.max} tokens`,
   ),
+  // Not in SPEC 7.3; see docs/decisions.md ("PostgreSQL going away"). HTTP 503 with
+  // Retry-After.
+  database_unavailable: reason<{ retryAfter: number }>(
+    'UNAVAILABLE',
+    (m) => `the database is unavailable; try again in ${seconds(m.retryAfter)}`,
+  ),
   identities_full: reason<{ max: number }>(
     'CONFLICT',
     (m) => `a contact holds at most ${m.max} identities`,
@@ -276,4 +284,19 @@ export function internalError(correlationId: string): GraphQLError {
   return new GraphQLError('internal error', {
     extensions: { code: 'INTERNAL', correlationId },
   });
+}
+
+/** Seconds a caller is told to wait (Retry-After) while the database is unavailable. */
+export const UNAVAILABLE_RETRY_AFTER_SECONDS = 1;
+
+/** The answer while the database is out of reach: UNAVAILABLE, HTTP 503 with Retry-After. */
+export function databaseUnavailable(
+  options: Pick<AppErrorOptions, 'path' | 'nodes'> = {},
+): AppError {
+  const retryAfter = UNAVAILABLE_RETRY_AFTER_SECONDS;
+  return refuse(
+    'database_unavailable',
+    { retryAfter },
+    { ...options, http: { status: 503, headers: { 'Retry-After': String(retryAfter) } } },
+  );
 }

@@ -42,6 +42,65 @@ export function withDatabaseName(url: string, name: string): string {
   return named.toString();
 }
 
+/**
+ * Seconds before reconnecting after `retries` failed attempts: postgres.js's own curve
+ * (jittered, tripling), but capped at 1 s rather than its 20 s. Its LISTEN connection
+ * (the event bus, the caches, the webhook worker) shares these options: with the default,
+ * it came back ~10-19 s after PostgreSQL did, and every query queued meanwhile waited out
+ * a reconnect delay before failing. A refused connection costs PostgreSQL nothing.
+ */
+export function reconnectDelaySeconds(retries: number): number {
+  return (0.5 + Math.random() / 2) * Math.min(3 ** retries / 100, 1);
+}
+
+/**
+ * postgres.js and Node codes, and PostgreSQL SQLSTATEs, that say the database is out of
+ * reach (down, restarting, in crash recovery, or the connection cut), not that the
+ * statement failed.
+ */
+const UNAVAILABLE_CODES: ReadonlySet<string> = new Set([
+  'CONNECTION_CLOSED',
+  'CONNECTION_DESTROYED',
+  'CONNECT_TIMEOUT',
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EAI_AGAIN',
+  '57P01', // admin_shutdown
+  '57P02', // crash_shutdown
+  '57P03', // cannot_connect_now (starting up, shutting down, recovering)
+  '08000', // connection_exception
+  '08001', // sqlclient_unable_to_establish_sqlconnection
+  '08003', // connection_does_not_exist
+  '08006', // connection_failure
+]);
+
+/**
+ * Whether `error` (or an error it wraps: Drizzle's `cause`, GraphQL's `originalError`)
+ * says the database is unavailable.
+ */
+export function isDatabaseUnavailable(error: unknown): boolean {
+  const seen = new Set<unknown>();
+  let current = error;
+  while (current && typeof current === 'object' && !seen.has(current)) {
+    seen.add(current);
+    const { code, cause, originalError, errors } = current as {
+      code?: unknown;
+      cause?: unknown;
+      originalError?: unknown;
+      errors?: unknown;
+    };
+    if (typeof code === 'string' && UNAVAILABLE_CODES.has(code)) return true;
+    // Node's AggregateError when every address of a host refused.
+    if (Array.isArray(errors) && errors.some((inner) => isDatabaseUnavailable(inner))) return true;
+    current = cause ?? originalError;
+  }
+  return false;
+}
+
 /** Connections `svc serve` keeps open to PostgreSQL per process. */
 export const SERVE_POOL_SIZE = 10;
 
@@ -51,6 +110,7 @@ export function createDatabase(url: string, options: DatabaseOptions = {}): Data
     max: options.max ?? SERVE_POOL_SIZE,
     // Notices (e.g. "schema already exists") are noise in structured logs.
     onnotice: () => {},
+    backoff: reconnectDelaySeconds,
     connection: {
       application_name: options.applicationName ?? 'svc',
       ...(options.statementTimeoutMs ? { statement_timeout: options.statementTimeoutMs } : {}),

@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { GraphQLError, Kind, type DocumentNode, type ExecutionResult } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
+import { isDatabaseUnavailable } from '../db/client.js';
 import { isCancellation } from '../db/gate.js';
-import { AppError, internalError } from '../errors.js';
+import { AppError, databaseUnavailable, internalError } from '../errors.js';
 import { literalPlace, requestErrorField } from './error-path.js';
 import type { Logger } from '../log.js';
 
@@ -53,6 +54,13 @@ export function createErrorMasker(log: Logger) {
           meta: {},
         },
       });
+    }
+    // PostgreSQL down, restarting or cut off: a documented UNAVAILABLE (503, Retry-After),
+    // not an INTERNAL the caller cannot tell from a defect.
+    if (!isCancellation(error) && isDatabaseUnavailable(error)) {
+      log.warn({ err: error }, 'graph operation found the database unavailable');
+      const path = (error as { path?: readonly (string | number)[] }).path;
+      return databaseUnavailable(path ? { path } : {});
     }
     const correlationId = randomUUID();
     // A statement ended because its request was (deadline, client gone, shutdown): the

@@ -21,6 +21,7 @@ import { useCompiledQueries } from './compiled-queries.js';
 import { createErrorMasker, useRequestErrorShape, withNullData } from './error-shape.js';
 import type { JsonMediaType, JsonOperation } from './json-operation.js';
 import { useIntrospectionGate } from './introspection.js';
+import { useSuggestionGate } from './suggestions.js';
 import { yogaLogger } from './yoga-log.js';
 import {
   useSingleConnectionSse,
@@ -136,6 +137,8 @@ function yogaOptions(
       useOperationDeadline({ timeoutMs: config.graph.operationTimeoutMs, retryAfterSeconds }),
       useSingleConnectionStreamSlots(),
       useDocumentCache(),
+      // After the cache, which keeps validation's result as made, for every caller.
+      useSuggestionGate({ allowAnonymous: config.server.devGraphiql }),
     ],
   };
 }

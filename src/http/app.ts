@@ -3,10 +3,10 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { GraphQLSchema } from 'graphql';
 import sirv from 'sirv';
 import type { Config } from '../config.js';
-import type { Database } from '../db/client.js';
+import { isDatabaseUnavailable, type Database } from '../db/client.js';
 import type { QueryGate } from '../db/gate.js';
 import type { EventBus } from '../events/bus.js';
-import { pendingMigrationSets, type MigrationSet } from '../db/migrate.js';
+import type { MigrationSet } from '../db/migrate.js';
 import { createGraphServer, GRAPH_PATH, type GraphServer } from '../graph/server.js';
 import type { Logger } from '../log.js';
 import type { LoadedPlugin } from '../plugin-host/host.js';
@@ -21,6 +21,8 @@ import { crossOriginRefusal, refuseCrossOrigin } from './guards/cross-origin.js'
 import { sendJson } from './node-fetch-bridge.js';
 import { createPluginGuard } from './plugin-guard.js';
 import { createPluginRouter, PLUGIN_ROUTE_PREFIX } from './plugin-routes.js';
+import { createReadiness } from './readiness.js';
+import { databaseUnavailable, UNAVAILABLE_RETRY_AFTER_SECONDS } from '../errors.js';
 
 export interface AppDeps {
   config: Config;
@@ -66,19 +68,12 @@ export function createApp(deps: AppDeps): App {
     ? sirv(config.server.webDir, { single: true, etag: true, dev: false })
     : null;
 
-  async function ready(res: ServerResponse): Promise<void> {
-    if (deps.isShuttingDown()) return sendJson(res, 503, { status: 'shutting down' });
-    try {
-      const pending = await pendingMigrationSets(deps.database.sql, [...deps.migrationSets]);
-      if (pending.length > 0) {
-        return sendJson(res, 503, { status: 'migrations pending', sets: pending });
-      }
-      sendJson(res, 200, { status: 'ready' });
-    } catch (error) {
-      log.warn({ err: error }, 'readiness check could not reach the database');
-      sendJson(res, 503, { status: 'database unreachable' });
-    }
-  }
+  const ready = createReadiness({
+    sql: deps.database.sql,
+    migrationSets: deps.migrationSets,
+    isShuttingDown: deps.isShuttingDown,
+    log,
+  });
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://localhost');
@@ -119,6 +114,21 @@ export function createApp(deps: AppDeps): App {
         // request arrived is not a failure of the service, and has nobody left to answer.
         if (req.destroyed && !req.complete) {
           log.info({ path: req.url }, 'client went away before sending the whole request');
+          return;
+        }
+        // Signing in, a plugin route or MCP found PostgreSQL down: 503 with Retry-After,
+        // as the graph answers UNAVAILABLE (docs/errors.md).
+        if (isDatabaseUnavailable(error)) {
+          log.warn({ err: error, path: req.url }, 'request found the database unavailable');
+          if (res.headersSent) return void res.destroy();
+          const refusal = databaseUnavailable();
+          const { http: _http, ...extensions } = refusal.extensions;
+          const body = req.url?.startsWith(GRAPH_PATH)
+            ? { data: null, errors: [{ message: refusal.message, extensions }] }
+            : { error: refusal.message, code: refusal.reason };
+          sendJson(res, 503, body, {
+            'retry-after': String(UNAVAILABLE_RETRY_AFTER_SECONDS),
+          });
           return;
         }
         const correlationId = randomUUID();

@@ -1,0 +1,51 @@
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { repoRoot } from '../support/env.js';
+import { startPrivateCluster, type PrivateCluster } from '../support/pg-cluster.js';
+
+// patches/postgres+3.4.9.patch (porsager/postgres #1154, #1208): a backend that dies
+// under a reserved or pooled connection ends the caller's statement CONNECTION_CLOSED and
+// leaves the process, and the pool, alive. Unpatched, the process exits with
+// "Cannot read properties of null (reading 'write')" from an immediate.
+const scenario = path.join(repoRoot, 'tests/fixtures/postgres-kill/scenario.mjs');
+
+let cluster: PrivateCluster;
+
+beforeAll(async () => {
+  cluster = await startPrivateCluster();
+}, 60_000);
+
+afterAll(() => cluster?.destroy());
+
+function runScenario(build: 'esm' | 'cjs') {
+  const child = spawn(process.execPath, [scenario, cluster.url, build], { cwd: repoRoot });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) =>
+    child.once('close', (code) => resolve({ code, stdout, stderr })),
+  );
+}
+
+describe('postgres.js with a backend killed under it', () => {
+  test.each(['esm', 'cjs'] as const)(
+    '%s build: the process lives, callers get CONNECTION_CLOSED, the pool recovers',
+    async (build) => {
+      const { code, stdout, stderr } = await runScenario(build);
+      expect(stderr).not.toMatch(/reading 'write'/);
+      expect(code).toBe(0);
+      expect(JSON.parse(stdout)).toEqual({
+        build,
+        reservedInFlight: 'CONNECTION_CLOSED',
+        reservedAfter: 'CONNECTION_CLOSED',
+        poolAfterReserved: 'resolved',
+        transaction: 'CONNECTION_CLOSED',
+        pooled: 'CONNECTION_CLOSED',
+        poolAfterPooled: 'resolved',
+      });
+    },
+    60_000,
+  );
+});
