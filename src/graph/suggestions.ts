@@ -1,5 +1,6 @@
 import { GraphQLError } from 'graphql';
-import type { Plugin } from 'graphql-yoga';
+import type { ExecutionResult } from 'graphql';
+import { isAsyncIterable, type Plugin } from 'graphql-yoga';
 import type { Context } from '../context.js';
 
 /**
@@ -51,5 +52,24 @@ export function useSuggestionGate(options: SuggestionGateOptions = {}): Plugin<C
         if (result.length > 0) setResult(result.map(unsuggested));
       };
     },
+    // Variables are coerced when the operation starts, after validation: a value naming an
+    // unknown input field or enum value is answered with a suggestion too
+    // (`Field "namz" is not defined by type "CreateContactInput". Did you mean "name"?`).
+    onExecute({ args }) {
+      if ((args.contextValue as Partial<Context>).actor) return;
+      return {
+        onExecuteDone({ result, setResult }) {
+          if (isAsyncIterable(result) || !result.errors?.length) return;
+          setResult(withoutErrorSuggestions(result));
+        },
+      };
+    },
   };
+}
+
+/** `result` with each of its errors' suggestions stripped (a new object when any had one). */
+function withoutErrorSuggestions(result: ExecutionResult): ExecutionResult {
+  const errors = result.errors ?? [];
+  if (!errors.some((error) => SUGGESTION.test(error.message))) return result;
+  return { ...result, errors: errors.map((error) => unsuggested(error) as GraphQLError) };
 }

@@ -32,6 +32,22 @@ describe('validation suggestions', () => {
     },
   );
 
+  test('an anonymous caller learns no input field or enum value from a variable it sends', async () => {
+    const field = 'mutation ($c: CreateContactInput!) { createContact(input: $c) { id } }';
+    const order = 'query ($o: ContactOrder) { contactPage(orderBy: $o) { total } }';
+    for (const [query, variables, bare, suggestion] of [
+      [field, { c: { namz: 'x' } }, /"namz" is not defined/, /Did you mean "name"/],
+      [order, { o: 'NAMES' }, /"NAMES" does not exist/, /Did you mean the enum value "NAME"/],
+    ] as const) {
+      const anonymous = await service().anonymous(query, variables);
+      expect(messages(anonymous.body).join(' ')).toMatch(bare);
+      expect(JSON.stringify(anonymous.body)).not.toMatch(/Did you mean/);
+
+      const signedIn = await service().graph(query, variables);
+      expect(messages(signedIn.body).join(' ')).toMatch(suggestion);
+    }
+  });
+
   test('the cached validation of one text serves each caller its own answer, in either order', async () => {
     // Texts no other test sends, so neither is cached yet.
     const first = '{ contactz version }';
