@@ -236,7 +236,11 @@ export function createQueryGate(database: Database, options: QueryGateOptions): 
 
     async function inTurn<T>(work: () => Promise<T>): Promise<T> {
       const within = transactions.getStore();
-      const done = await takeTurn(caller, signal, within?.open === true && within.caller === caller);
+      const done = await takeTurn(
+        caller,
+        signal,
+        within?.open === true && within.caller === caller,
+      );
       try {
         return await work();
       } finally {
