@@ -40,7 +40,12 @@ export interface ImportTarget {
 /** The channels an import may write addresses on. */
 const CHANNELS = ['email', 'phone'];
 
-/** Reasons that leave a row out of the commit; any other (or none) imports. */
+/**
+ * Reasons the file gave a row when it was read: those that leave it out stay, whatever the
+ * mapping. Every other reason is the last judgement's, judged again from the cells.
+ */
+const FROM_THE_FILE = new Set(['row_quote_misplaced', 'row_malformed', 'legacy_text']);
+/** A reason of the file that still imports. */
 const IMPORTS_ANYWAY = new Set(['row_cell_count_mismatch']);
 
 /** Rows written per batch (and per statement of reasons); progress moves by a batch. */
@@ -136,7 +141,7 @@ async function judgeRows(
     // A legacy text reason blocks as any other reason of its time did.
     const stored =
       typeof row.reason === 'string' ? reason('legacy_text', { text: row.reason }) : row.reason;
-    const structural = stored && !IMPORTS_ANYWAY.has(stored.code) ? stored : null;
+    const structural = stored && FROM_THE_FILE.has(stored.code) ? stored : null;
     if (structural || row.cells.length === 0) {
       return { line: row.line, reason: structural ?? reason('row_malformed'), contactId: null };
     }
@@ -162,7 +167,8 @@ async function judgeRows(
       ? valuesReason(fieldService.checkValues(fields, values))
       : null;
     if (fieldReason) return { line: row.line, reason: fieldReason, contactId: null };
-    return { line: row.line, reason: stored, contactId: null, contact, values };
+    const kept = stored && IMPORTS_ANYWAY.has(stored.code) ? stored : null;
+    return { line: row.line, reason: kept, contactId: null, contact, values };
   });
 
   const candidates = judged.filter((row) => row.contact);
