@@ -4,6 +4,7 @@
 import { and, asc, eq, sql } from 'drizzle-orm';
 import {
   AppError,
+  analyzeContacts,
   createContactsIn,
   findService,
   identityHolders,
@@ -360,6 +361,10 @@ export async function commitImport(ctx: Context, id: string): Promise<ImportView
       });
       return done!;
     });
+    // The next import's lookups plan with the contacts this one wrote.
+    await analyzeContacts(db, committed.createdCount ?? 0).catch((failure: unknown) =>
+      ctx.log.warn({ err: failure }, 'contacts not analyzed after an import'),
+    );
     return { ...committed, progress: null };
   } catch (error) {
     if (isLockBusy(error)) throw refuse('import_busy');
