@@ -4,6 +4,7 @@
 import { and, asc, eq, sql } from 'drizzle-orm';
 import {
   AppError,
+  analyzeContacts,
   createContactsIn,
   findService,
   identityHolders,
@@ -18,7 +19,7 @@ import {
   type NewContact,
   type WritableField,
 } from '../../src/plugin-sdk/index.js';
-import { ProgressReport, type ImportView } from './progress.js';
+import { holdCommitMarker, ProgressReport, type ImportView } from './progress.js';
 import { findImport, lockImport } from './service.js';
 import {
   importRows,
@@ -40,7 +41,12 @@ export interface ImportTarget {
 /** The channels an import may write addresses on. */
 const CHANNELS = ['email', 'phone'];
 
-/** Reasons that leave a row out of the commit; any other (or none) imports. */
+/**
+ * Reasons the file gave a row when it was read: those that leave it out stay, whatever the
+ * mapping. Every other reason is the last judgement's, judged again from the cells.
+ */
+const FROM_THE_FILE = new Set(['row_quote_misplaced', 'row_malformed', 'legacy_text']);
+/** A reason of the file that still imports. */
 const IMPORTS_ANYWAY = new Set(['row_cell_count_mismatch']);
 
 /** Rows written per batch (and per statement of reasons); progress moves by a batch. */
@@ -110,6 +116,8 @@ interface Judged {
   contactId: string | null;
   contact?: NewContact;
   values?: Record<string, string>;
+  /** For `identity_taken`: the earlier row of the file that holds the address. */
+  heldBy?: Judged;
 }
 
 const reason = (code: RowReasonCode, meta: Record<string, unknown> = {}): RowReason => ({
@@ -134,7 +142,7 @@ async function judgeRows(
     // A legacy text reason blocks as any other reason of its time did.
     const stored =
       typeof row.reason === 'string' ? reason('legacy_text', { text: row.reason }) : row.reason;
-    const structural = stored && !IMPORTS_ANYWAY.has(stored.code) ? stored : null;
+    const structural = stored && FROM_THE_FILE.has(stored.code) ? stored : null;
     if (structural || row.cells.length === 0) {
       return { line: row.line, reason: structural ?? reason('row_malformed'), contactId: null };
     }
@@ -160,7 +168,8 @@ async function judgeRows(
       ? valuesReason(fieldService.checkValues(fields, values))
       : null;
     if (fieldReason) return { line: row.line, reason: fieldReason, contactId: null };
-    return { line: row.line, reason: stored, contactId: null, contact, values };
+    const kept = stored && IMPORTS_ANYWAY.has(stored.code) ? stored : null;
+    return { line: row.line, reason: kept, contactId: null, contact, values };
   });
 
   const candidates = judged.filter((row) => row.contact);
@@ -169,20 +178,23 @@ async function judgeRows(
     workspaceId,
     candidates.flatMap((row) => row.contact!.identities),
   );
-  const inFile = new Set<string>();
+  const inFile = new Map<string, Judged>();
   for (const row of candidates) {
     const keys = row.contact!.identities.map(identityKey);
     const holder = keys.map((key) => holders.get(key)).find(Boolean);
+    const earlier = keys.map((key) => inFile.get(key)).find(Boolean);
     if (holder) {
       Object.assign(row, {
         reason: reason('identity_taken_by', { ownerName: holder.contactName }),
         contactId: holder.contactId,
         contact: undefined,
       });
-    } else if (keys.some((key) => inFile.has(key))) {
+    } else if (earlier) {
       Object.assign(row, { reason: reason('identity_taken'), contact: undefined });
+      // The earlier row's contact, once a commit creates it, holds the address.
+      if (earlier.contact) row.heldBy = earlier;
     }
-    for (const key of keys) inFile.add(key);
+    for (const key of keys) if (!inFile.has(key)) inFile.set(key, row);
   }
   return judged;
 }
@@ -251,25 +263,48 @@ export async function setMapping(
   return { ...mapped, progress: null };
 }
 
+/** PostgreSQL's lock_not_available: `nowait` found the row locked. */
+const LOCK_NOT_AVAILABLE = '55P03';
+
+type Wrapped = { code?: unknown; cause?: unknown } | null | undefined;
+
+/** Whether `error` (as drizzle wraps it) is a `nowait` lock another transaction holds. */
+function isLockBusy(error: unknown): boolean {
+  let e = error as Wrapped;
+  for (let depth = 0; e && depth < 4; depth += 1, e = e.cause as Wrapped) {
+    if (e.code === LOCK_NOT_AVAILABLE) return true;
+  }
+  return false;
+}
+
 /**
  * `importCommit`: in one transaction, the rows judged again (fields may have changed since
  * the mapping), the importable ones written batch by batch with the progress beside it,
- * the import marked committed and `import.completed` recorded. A racing commit waits for
- * the lock and then finds it committed; a failure leaves nothing written and the import
- * as it was.
+ * the import marked committed and `import.completed` recorded. The import is locked
+ * without waiting: another commit (or a mapping) under way answers `import_busy` at once,
+ * one that ended answers `already_committed`. A failure leaves nothing written and the
+ * import as it was.
  */
 export async function commitImport(ctx: Context, id: string): Promise<ImportView> {
   const { actor, workspaceId } = signedIn(ctx);
   const known = await findImport(ctx, id);
+  if (known.state === 'committed') throw refuse('already_committed');
+  if (known.state === 'staging' || known.state === 'staged' || known.state === 'failed') {
+    throw refuse('mapping_required');
+  }
   const fields = await writableFields(ctx);
   const fieldService = findService('fields');
   const { db } = ctx.database;
-  const progress = await ProgressReport.start(db, known, 'committing', known.rowCount);
+  let progress: ProgressReport | undefined;
   try {
     const committed = await db.transaction(async (tx) => {
-      const job = await lockImport(tx, workspaceId, id);
+      const job = await lockImportNow(tx, workspaceId, id);
       if (job.state === 'committed') throw refuse('already_committed');
       if (job.state !== 'mapped' || !job.mapping) throw refuse('mapping_required');
+      // Readers see the commit alive while this transaction holds the marker.
+      await holdCommitMarker(tx, job);
+      // Beside the transaction, on a connection of its own (the gate keeps one for it).
+      progress = await ProgressReport.start(db, job, 'committing', job.rowCount);
       const judged = await judgeRows(
         tx,
         workspaceId,
@@ -301,9 +336,10 @@ export async function commitImport(ctx: Context, id: string): Promise<ImportView
             event: false,
           });
         }
+        heldInFile(batch);
         await storeReasons(tx, job, batch);
         created += importable.length;
-        await progress.advance(batch.length);
+        await progress!.advance(batch.length);
       }
       const skipped = judged.length - created;
       const [done] = await tx
@@ -325,10 +361,42 @@ export async function commitImport(ctx: Context, id: string): Promise<ImportView
       });
       return done!;
     });
+    // The next import's lookups plan with the contacts this one wrote.
+    await analyzeContacts(db, committed.createdCount ?? 0).catch((failure: unknown) =>
+      ctx.log.warn({ err: failure }, 'contacts not analyzed after an import'),
+    );
     return { ...committed, progress: null };
+  } catch (error) {
+    if (isLockBusy(error)) throw refuse('import_busy');
+    throw error;
   } finally {
     await progress
-      .end()
+      ?.end()
       .catch((failure: unknown) => ctx.log.warn({ err: failure }, 'import progress not cleared'));
+  }
+}
+
+/** The import locked for the transaction, or lock_not_available at once if it is locked. */
+async function lockImportNow(tx: Db, workspaceId: string, id: string): Promise<Import> {
+  const [job] = await tx
+    .select()
+    .from(imports)
+    .where(and(eq(imports.workspaceId, workspaceId), eq(imports.id, id)))
+    .for('no key update', { noWait: true });
+  if (!job) throw refuse('import_not_found');
+  return job;
+}
+
+/**
+ * Rows left out because an earlier row of the file holds an address, whose holder this
+ * commit created: they name it (`identity_taken_by`, its contactId) as a row held by a
+ * contact already in the workspace does.
+ */
+function heldInFile(batch: readonly Judged[]): void {
+  for (const row of batch) {
+    const holder = row.heldBy;
+    if (!holder?.contactId || !holder.contact) continue;
+    row.reason = reason('identity_taken_by', { ownerName: holder.contact.name });
+    row.contactId = holder.contactId;
   }
 }

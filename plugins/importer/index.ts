@@ -16,6 +16,10 @@ export default definePlugin({
     mapping_required: { code: 'CONFLICT', message: 'map the columns before committing' },
     mapping_locked: { code: 'CONFLICT', message: 'the import no longer takes a mapping' },
     already_committed: { code: 'CONFLICT', message: 'the import was committed before' },
+    import_busy: {
+      code: 'CONFLICT',
+      message: 'another request is committing or mapping the import; ask again once it ends',
+    },
     file_too_large: {
       code: 'VALIDATION',
       message: (meta) => `the file may be at most ${String(meta.maxBytes)} bytes`,

@@ -12,7 +12,7 @@ import {
   type Db,
   type UploadedFile,
 } from '../../src/plugin-sdk/index.js';
-import { ProgressReport, viewOf, type ImportView } from './progress.js';
+import { commitRunning, ProgressReport, viewOf, type ImportView } from './progress.js';
 import { importProgress, importRows, imports, type Import, type ImportRow } from './tables.js';
 
 /** SPEC 2.10: the file may not exceed 5 MiB. */
@@ -156,6 +156,9 @@ async function importsWhere(
         total: importProgress.total,
         startedAt: importProgress.startedAt,
       },
+      // Looked up only for an import with a commit's progress (rare): is that commit alive?
+      committing: sql<boolean | null>`case when ${importProgress.stage} = 'committing'
+        then ${commitRunning(sql`${imports.id}`)} end`,
     })
     .from(imports)
     .leftJoin(
@@ -169,7 +172,7 @@ async function importsWhere(
     .orderBy(desc(imports.createdAt), desc(imports.id))
     .limit(limit);
   const deadline = ctx.config.graph.operationTimeoutMs;
-  return found.map(({ job, progress }) => viewOf(job, progress, deadline));
+  return found.map(({ job, progress, committing }) => viewOf(job, progress, deadline, committing));
 }
 
 /** `importJob(id)`: another workspace's id answers as a made-up one. */

@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import type { PendingQuery, Row, Sql, TransactionSql } from 'postgres';
 import { drizzleOver, type Database } from './client.js';
 
@@ -34,6 +35,9 @@ export interface QueryGateOptions {
   /**
    * Connections one caller's statements may hold at once; the caller's further
    * statements wait in its own queue, so the rest of the pool stays free for others.
+   * One of them is kept for statements the caller's open transactions run beside
+   * themselves (see `createQueryGate`), so at most `share - 1` go to its other statements
+   * and transactions (a share of 1 keeps one, and a second for those beside).
    */
   share: number;
 }
@@ -56,6 +60,14 @@ interface Waiter {
 interface Turns {
   running: number;
   waiting: Waiter[];
+  /** Statements of the caller's open transactions run beside them; served first. */
+  beside: Waiter[];
+}
+
+/** A transaction of `caller` open on this gate, seen by the statements its work starts. */
+interface OpenTransaction {
+  caller: string;
+  open: boolean;
 }
 
 /**
@@ -112,36 +124,55 @@ async function onIdleConnection<T>(database: Database, work: (sql: Sql) => Promi
 }
 
 /**
- * Gates every graph request's statements (docs/scaling.md, "Fair use of the pool"):
+ * Gates every graph request's statements (docs/limits.md, "Half the pool for one caller"):
  * one caller holds at most `share` pooled connections, and a cancelled request's
  * statements are cancelled in PostgreSQL rather than left to run on after its answer.
+ *
+ * A transaction holds its turn for its whole life; the statements it runs through its
+ * own handle take no other. A statement its work runs through the request's database
+ * instead (beside the transaction, committed on its own: an import's progress) needs a
+ * connection of its own while the transaction holds locks. Were it to queue with the
+ * caller's other statements, those could be the caller's other transactions waiting for
+ * this one's locks, holding every turn: each would wait for the other until the deadline.
+ * So such a statement waits only for the one turn the caller's other statements never
+ * take, and other such statements before it, which wait for no turn of the caller's.
  */
 export function createQueryGate(database: Database, options: QueryGateOptions): QueryGate {
   const share = Math.max(1, options.share);
+  /** What the caller's statements and transactions may hold; the rest is for `beside`. */
+  const ordinary = Math.max(1, share - 1);
   const byCaller = new Map<string, Turns>();
+  const transactions = new AsyncLocalStorage<OpenTransaction>();
 
   function turnsOf(caller: string): Turns {
     let turns = byCaller.get(caller);
-    if (!turns) byCaller.set(caller, (turns = { running: 0, waiting: [] }));
+    if (!turns) byCaller.set(caller, (turns = { running: 0, waiting: [], beside: [] }));
     return turns;
   }
 
   function release(caller: string, turns: Turns): void {
-    const next = turns.waiting.shift();
-    if (next) return next.grant(); // the turn passes on; running stays the same
+    // The turn passes on (running stays the same): first to a statement beside an open
+    // transaction, then to an ordinary one if the caller holds no more than it may.
+    const next =
+      turns.beside.shift() ?? (turns.running <= ordinary ? turns.waiting.shift() : undefined);
+    if (next) return next.grant();
     turns.running -= 1;
     if (turns.running === 0) byCaller.delete(caller);
   }
 
-  /** Waits for one of `caller`'s turns; answers the function that gives it back. */
-  function takeTurn(caller: string, signal: AbortSignal): Promise<() => void> {
+  /**
+   * Waits for one of `caller`'s turns; answers the function that gives it back. A
+   * statement `beside` an open transaction of the caller may take the turn kept for it.
+   */
+  function takeTurn(caller: string, signal: AbortSignal, beside: boolean): Promise<() => void> {
     if (signal.aborted) return Promise.reject(new OperationCancelled());
     const turns = turnsOf(caller);
     const done = once(() => release(caller, turns));
-    if (turns.running < share) {
+    if (turns.running < (beside ? ordinary + 1 : ordinary)) {
       turns.running += 1;
       return Promise.resolve(done);
     }
+    const queue = beside ? turns.beside : turns.waiting;
     return new Promise((resolve, reject) => {
       const waiter: Waiter = {
         grant: () => {
@@ -150,11 +181,14 @@ export function createQueryGate(database: Database, options: QueryGateOptions): 
         },
       };
       function onAbort() {
-        turns.waiting.splice(turns.waiting.indexOf(waiter), 1);
+        queue.splice(queue.indexOf(waiter), 1);
         reject(new OperationCancelled());
+        if (turns.running === 0 && !turns.waiting.length && !turns.beside.length) {
+          byCaller.delete(caller);
+        }
       }
       signal.addEventListener('abort', onAbort, { once: true });
-      turns.waiting.push(waiter);
+      queue.push(waiter);
     });
   }
 
@@ -201,11 +235,26 @@ export function createQueryGate(database: Database, options: QueryGateOptions): 
     }
 
     async function inTurn<T>(work: () => Promise<T>): Promise<T> {
-      const done = await takeTurn(caller, signal);
+      const within = transactions.getStore();
+      const done = await takeTurn(
+        caller,
+        signal,
+        within?.open === true && within.caller === caller,
+      );
       try {
         return await work();
       } finally {
         done();
+      }
+    }
+
+    /** The transaction's work, seen by the statements it starts as their open transaction. */
+    async function asOpen<T>(work: () => Promise<T>): Promise<T> {
+      const open: OpenTransaction = { caller, open: true };
+      try {
+        return await transactions.run(open, work);
+      } finally {
+        open.open = false;
       }
     }
 
@@ -221,7 +270,7 @@ export function createQueryGate(database: Database, options: QueryGateOptions): 
       begin: (work) =>
         inTurn(async () => {
           if (signal.aborted) throw new OperationCancelled();
-          return database.sql.begin((tx) => work(held(tx))) as never;
+          return database.sql.begin((tx) => asOpen(() => work(held(tx)))) as never;
         }),
     };
     return drizzleOver(client as unknown as Sql);
@@ -231,7 +280,10 @@ export function createQueryGate(database: Database, options: QueryGateOptions): 
     forRequest,
     load(caller) {
       const turns = byCaller.get(caller);
-      return { running: turns?.running ?? 0, waiting: turns?.waiting.length ?? 0 };
+      return {
+        running: turns?.running ?? 0,
+        waiting: (turns?.waiting.length ?? 0) + (turns?.beside.length ?? 0),
+      };
     },
   };
 }

@@ -55,7 +55,8 @@ export { contacts } from '../contacts/tables.js';
 export { contactExists, findContactRef } from '../contacts/queries.js';
 /**
  * Contacts in bulk (the importer): judged as createContact judges them, checked against
- * the workspace's identities in one read, written in the caller's transaction.
+ * the workspace's identities in one read, written in the caller's transaction; the
+ * planner's statistics brought up to date once that transaction committed.
  */
 export {
   prepareContact,
@@ -63,6 +64,7 @@ export {
   identityHolders,
   isWritableChannel,
   createContactsIn,
+  analyzeContacts,
   type NewContact,
 } from '../contacts/bulk.js';
 /**

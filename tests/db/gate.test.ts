@@ -19,7 +19,9 @@ let holder: ReservedSql;
 beforeAll(async () => {
   db = await createTestDatabase();
   pool = createDatabase(db.url, { max: 6, applicationName: 'gate test' });
-  gate = createQueryGate(pool, { share: 2 });
+  // Share 3: two turns for a caller's statements and transactions, one kept for those
+  // its open transactions run beside themselves.
+  gate = createQueryGate(pool, { share: 3 });
 });
 
 afterAll(async () => {
@@ -62,7 +64,7 @@ async function waitersReach(count: number): Promise<number> {
 }
 
 describe('createQueryGate', () => {
-  test('one caller runs at most its share of statements at once; the rest wait their turn', async () => {
+  test('one caller runs at most its share (less the kept turn) of statements at once; the rest wait their turn', async () => {
     const release = await holdLock();
     const signal = new AbortController().signal;
     const work = Array.from({ length: 5 }, () => waitForLock(gate.forRequest('ada', signal)));
@@ -152,6 +154,47 @@ describe('createQueryGate', () => {
     const [table] = await db.database.sql`select to_regclass('gate_probe') as name`;
     expect(table?.name).toBeNull();
     await release();
+  });
+
+  test("a statement beside a caller's open transaction never waits for the caller's transactions that wait for it", async () => {
+    const signal = new AbortController().signal;
+    const database = () => gate.forRequest('ada', signal);
+    let besideRan!: () => void;
+    const ranBeside = new Promise<void>((resolve) => (besideRan = resolve));
+    let letGo!: () => void;
+    const held = new Promise<void>((resolve) => (letGo = resolve));
+    const first = database().db.transaction(async (tx) => {
+      await tx.execute(sql`select pg_advisory_xact_lock(${LOCK})`);
+      await held;
+      // Beside the transaction, committed on its own (as an import's progress is).
+      await database().db.execute(sql`select 1`);
+      besideRan();
+    });
+    // Ada's next transactions: the first waits for the lock, the others for a turn.
+    const followers = Array.from({ length: 3 }, () =>
+      database().db.transaction(async (tx) => {
+        await tx.execute(sql`select pg_advisory_xact_lock(${LOCK})`);
+      }),
+    );
+    expect(await waitersReach(1)).toBe(1);
+    expect(gate.load('ada')).toEqual({ running: 2, waiting: 2 });
+    // Before the kept turn, the statement beside waited behind them until the deadline.
+    letGo();
+    await ranBeside;
+    await Promise.all([first, ...followers]);
+    expect(gate.load('ada')).toEqual({ running: 0, waiting: 0 });
+  });
+
+  test('the caller holds at most its share: the kept turn serves only statements beside a transaction', async () => {
+    const release = await holdLock();
+    const signal = new AbortController().signal;
+    const work = Array.from({ length: 4 }, () => waitForLock(gate.forRequest('ada', signal)));
+    // The kept turn stays free: two of ada's statements wait for the lock, two for a turn.
+    expect(await waitersReach(2)).toBe(2);
+    expect(gate.load('ada')).toEqual({ running: 2, waiting: 2 });
+    await release();
+    await Promise.all(work);
+    expect(gate.load('ada')).toEqual({ running: 0, waiting: 0 });
   });
 
   test('a request already cancelled starts no statement', async () => {
