@@ -163,14 +163,19 @@ describe('createQueryGate', () => {
     const ranBeside = new Promise<void>((resolve) => (besideRan = resolve));
     let letGo!: () => void;
     const held = new Promise<void>((resolve) => (letGo = resolve));
+    let tookLock!: () => void;
+    const locked = new Promise<void>((resolve) => (tookLock = resolve));
     const first = database().db.transaction(async (tx) => {
       await tx.execute(sql`select pg_advisory_xact_lock(${LOCK})`);
+      tookLock();
       await held;
       // Beside the transaction, committed on its own (as an import's progress is).
       await database().db.execute(sql`select 1`);
       besideRan();
     });
-    // Ada's next transactions: the first waits for the lock, the others for a turn.
+    // Ada's next transactions, once the first holds the lock: the first of them waits for
+    // the lock, the others for a turn.
+    await locked;
     const followers = Array.from({ length: 3 }, () =>
       database().db.transaction(async (tx) => {
         await tx.execute(sql`select pg_advisory_xact_lock(${LOCK})`);
