@@ -302,12 +302,17 @@ function stopSignal(child: ChildProcess): void {
 /**
  * `svc dev`'s cluster, kept in `<dataDir>/postgres` with its `svc` database: for `svc dev`
  * on a machine with no database server and for commands run in its folder while it is
- * stopped.
+ * stopped. It listens on `port` (SVC_DEV_POSTGRES_PORT), else on a free one.
  */
-export function startEmbeddedPostgres(dataDir: string, log: Logger): Promise<EmbeddedDatabase> {
+export function startEmbeddedPostgres(
+  dataDir: string,
+  log: Logger,
+  port: number | null = null,
+): Promise<EmbeddedDatabase> {
   return startEmbeddedCluster({
     databaseDir: embeddedDatabaseDir(dataDir),
     database: DATABASE,
     log,
+    ...(port === null ? {} : { port }),
   });
 }

@@ -75,7 +75,11 @@ interface Stop {
   lockLeft: boolean;
 }
 
-async function startAndInterrupt(port: number, delayMs: number): Promise<Stop> {
+async function startAndInterrupt(
+  port: number,
+  postgresPort: number,
+  delayMs: number,
+): Promise<Stop> {
   // detached: a process group of its own, as a shell gives a foreground job.
   const child = spawn('npm', ['start', '--silent'], {
     cwd: folder,
@@ -85,6 +89,7 @@ async function startAndInterrupt(port: number, delayMs: number): Promise<Stop> {
       HOME: process.env.HOME ?? '',
       npm_config_update_notifier: 'false',
       SVC_ADDR: `127.0.0.1:${port}`,
+      SVC_DEV_POSTGRES_PORT: String(postgresPort),
       ...GRACES,
     },
   });
@@ -149,20 +154,22 @@ async function startAndInterrupt(port: number, delayMs: number): Promise<Stop> {
 test(`Ctrl-C on npm start exits 0 within the graces ${TRIES} times out of ${TRIES}, the database stopped after the service`, async () => {
   const started = Date.now();
   const port = await freePort();
+  const postgresPort = await freePort();
   const stops: Stop[] = [];
   for (let i = 0; i < TRIES; i += 1) {
-    stops.push(await startAndInterrupt(port, Math.floor(Math.random() * 1_000)));
+    stops.push(await startAndInterrupt(port, postgresPort, Math.floor(Math.random() * 1_000)));
   }
   const clean = stops.filter((stop) => stop.code === 0 && stop.signal === null);
   for (const [i, stop] of stops.entries()) {
     if (stop.code === 0 && !stop.signal) continue;
     const { output, ...figures } = stop;
-    console.log(
-      `try ${i + 1}: ${JSON.stringify(figures)}\n${output.split('\n').slice(-4).join('\n')}`,
+    process.stderr.write(
+      `try ${i + 1}: ${JSON.stringify(figures)}\n${output.split('\n').slice(-4).join('\n')}\n`,
     );
   }
-  console.log(
-    `SIGINT to the group: ${clean.length}/${TRIES} exited 0; slowest stop ${Math.max(...stops.map((s) => s.ms))} ms; ${Date.now() - started} ms in all`,
+  // The figure the issue asks for, on the test's output.
+  process.stderr.write(
+    `SIGINT to the group: ${clean.length}/${TRIES} exited 0; slowest stop ${Math.max(...stops.map((s) => s.ms))} ms; ${Date.now() - started} ms in all\n`,
   );
   for (const stop of stops) {
     // The terminal's SIGINT never reaches the database: it runs in a session of its own.
