@@ -359,6 +359,11 @@ describe('the interactive page', () => {
     expect(response.headers.get('content-type') ?? '').not.toContain('text/html');
     await response.body?.cancel();
   });
+  test('nor are its assets', async () => {
+    const response = await fetch(`${svc.url}/api/interactive-page/favicon.0000000000000000.ico`);
+    expect(response.status).toBe(404);
+    await response.body?.cancel();
+  });
 });
 
 describe('operator probes', () => {
