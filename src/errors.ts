@@ -51,6 +51,13 @@ export const coreReasons = {
   contact_name_required: reason('VALIDATION', 'a contact needs a name'),
   identity_channel_required: reason('VALIDATION', 'an identity needs a channel'),
   identity_identifier_required: reason('VALIDATION', 'an identity needs an identifier'),
+  // Beyond the spec: an identifier given that names no one on its channel (a phone number
+  // without a digit), told apart from one left out (docs/decisions.md).
+  identity_identifier_malformed: reason<{ channel: string }>('VALIDATION', (m) =>
+    m.channel === 'phone'
+      ? 'a phone number needs at least one digit'
+      : `that identifier names no one on the ${m.channel} channel`,
+  ),
   identity_taken: reason<{ ownerContactId: string }>(
     'CONFLICT',
     'that identity belongs to another contact',

@@ -42,7 +42,7 @@ export interface CommandDatabase {
 const keep = async () => {};
 
 /** The embedded cluster of the folder: the running one, else started for the command. */
-async function embeddedDatabase(dataDir: string): Promise<CommandDatabase> {
+async function embeddedDatabase(dataDir: string, port: number | null): Promise<CommandDatabase> {
   const running = runningEmbeddedCluster(dataDir);
   if (running && running.status !== 'ready') {
     throw new CommandError(
@@ -57,7 +57,7 @@ async function embeddedDatabase(dataDir: string): Promise<CommandDatabase> {
     return { url, embedded: true, release: keep };
   }
   try {
-    const started = await startEmbeddedPostgres(dataDir, silentLogger());
+    const started = await startEmbeddedPostgres(dataDir, silentLogger(), port);
     console.error(
       `svc: SVC_DATABASE_URL is unset; started this folder's embedded database for this command at ${withoutPassword(started.url)}`,
     );
@@ -81,7 +81,7 @@ export async function commandDatabase(
   if (config.server.databaseUrl !== null) {
     return { url: config.server.databaseUrl, embedded: false, release: keep };
   }
-  if (hasEmbeddedDatabase(dataDir)) return embeddedDatabase(dataDir);
+  if (hasEmbeddedDatabase(dataDir)) return embeddedDatabase(dataDir, config.server.devPostgresPort);
   throw new CommandError(
     `${DATABASE_URL_REQUIRED}; or run npm start (svc dev) once in this folder to make an embedded database the commands use`,
   );

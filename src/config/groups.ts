@@ -10,6 +10,7 @@ import {
   graceDuration,
   hexKey,
   listenAddress,
+  port,
   text,
   timerDuration,
   webhookAllowList,
@@ -29,6 +30,7 @@ export function readServer(env: EnvReader): Config['server'] {
     trustedProxies: r.read('SVC_TRUSTED_PROXIES', cidrList, ''),
     corsOrigins: r.read('SVC_CORS_ORIGINS', corsOrigins, ''),
     devGraphiql: env.isSet('SVC_DEV_GRAPHIQL'),
+    devPostgresPort: r.optional('SVC_DEV_POSTGRES_PORT', port),
   };
 }
 

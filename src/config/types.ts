@@ -58,6 +58,8 @@ export interface Config {
      */
     corsOrigins: string[];
     devGraphiql: boolean;
+    /** SVC_DEV_POSTGRES_PORT: where `svc dev`'s embedded PostgreSQL listens; null: a free port. */
+    devPostgresPort: number | null;
   };
   /** Null without SVC_SMTP_HOST: no mail is sent. */
   mail: MailConfig | null;

@@ -75,8 +75,8 @@ export function normaliseIdentity(input: IdentityInput): NormalisedIdentity {
   if (!channel) throw refuse('channel_unknown', { channel: name });
   if (!channel.writable) throw refuse('channel_not_writable');
   const identifierKey = channel.key(identifier);
-  // A phone number with no digit in it identifies nobody.
-  if (!identifierKey) throw refuse('identity_identifier_required');
+  // Given, but naming no one (a phone number with no digit in it).
+  if (!identifierKey) throw refuse('identity_identifier_malformed', { channel: name });
   const displayName = input.displayName?.trim() || null;
   if (displayName) checkText(displayName, 'displayName', TEXT_MAX.displayName);
   return { channel: name, identifier, identifierKey, displayName };

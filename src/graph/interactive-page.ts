@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { GraphiQLOptions } from 'graphql-yoga';
 
 /**
@@ -81,20 +82,86 @@ export const PAGE_SCRIPT = `<script data-svc="interactive-page">
 </script>
 `;
 
-const ROOT = '<div id="root"></div>';
+/** Where the page's assets are served, each under a name holding its content's hash. */
+export const INTERACTIVE_ASSETS_PATH = '/api/interactive-page/';
+
+export interface InteractiveAsset {
+  body: Buffer;
+  contentType: string;
+}
+
+export interface InteractivePage {
+  /** The page itself: a few kilobytes naming its assets. */
+  html: string;
+  /** By file name (`graphiql.<hash>.js`): what never changes under its name. */
+  assets: Map<string, InteractiveAsset>;
+}
+
+/** `<name>.<first 16 hex digits of its sha256>.<ext>`: a new bundle gets a new name. */
+function hashedName(name: string, ext: string, body: Buffer): string {
+  return `${name}.${createHash('sha256').update(body).digest('hex').slice(0, 16)}.${ext}`;
+}
+
+/** JSON inside a script element: `<` written as an escape, so no text closes the element. */
+function scriptJson(value: unknown): string {
+  return JSON.stringify(value).replaceAll('<', '\\u003c');
+}
 
 /**
  * The interactive page: render-graphiql's bundled GraphiQL (no CDN, so it works offline)
- * with the options above and the page script placed before the bundle runs.
- * About 9 MB; the HTTP layer renders it once and keeps it (src/http/interactive-page-route.ts).
- * The bundle is imported on first use: held as module source it costs ~30 MB of heap in
- * every process, and only SVC_DEV_GRAPHIQL ever serves it.
+ * with the options above and the page script placed before the bundle runs. The bundle
+ * (about 9 MB: GraphiQL, its styles, three editor workers and an icon) is served apart, as
+ * assets named after their content, which a browser keeps and never asks for again
+ * (src/http/interactive-page-route.ts); the page is a few kilobytes. The bundle is
+ * imported on first use: held as module source it costs ~30 MB of heap in every process,
+ * and only SVC_DEV_GRAPHIQL ever serves it.
  */
-export async function renderInteractivePage(): Promise<string> {
-  const { renderGraphiQL } = await import('@graphql-yoga/render-graphiql');
-  const html = renderGraphiQL(INTERACTIVE_PAGE_OPTIONS);
-  const root = html.indexOf(ROOT);
-  // A render-graphiql release that moved its root would lose the script without this.
-  if (root === -1) throw new Error('render-graphiql changed its page: no root element');
-  return html.slice(0, root) + PAGE_SCRIPT + html.slice(root);
+export async function buildInteractivePage(): Promise<InteractivePage> {
+  const bundle = await import('@graphql-yoga/render-graphiql/graphiql');
+  const assets = new Map<string, InteractiveAsset>();
+  const add = (name: string, ext: string, body: Buffer, contentType: string) => {
+    const file = hashedName(name, ext, body);
+    assets.set(file, { body, contentType });
+    return `${INTERACTIVE_ASSETS_PATH}${file}`;
+  };
+  const script = (name: string, text: string) =>
+    add(name, 'js', Buffer.from(text, 'utf8'), 'text/javascript; charset=utf-8');
+  const icon = /^data:([^;,]+);base64,(.*)$/s.exec(bundle.favicon);
+  const favicon = icon
+    ? add('favicon', 'ico', Buffer.from(icon[2] as string, 'base64'), icon[1] as string)
+    : bundle.favicon;
+  const css = add('graphiql', 'css', Buffer.from(bundle.css, 'utf8'), 'text/css; charset=utf-8');
+  // Monaco's editor workers, by the label it asks for; same-origin URLs, as the blob URLs
+  // render-graphiql made of them were.
+  const workers = {
+    editorWorkerService: script('editor-worker', bundle.editorWorkerService),
+    json: script('json-worker', bundle.jsonWorker),
+    graphql: script('graphql-worker', bundle.graphqlWorker),
+  };
+  const graphiql = script('graphiql', bundle.js);
+  const html = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8" />
+<title>${INTERACTIVE_PAGE_OPTIONS.title}</title>
+<link rel="icon" href="${favicon}" />
+<link rel="stylesheet" href="${css}" />
+</head>
+<body id="body" class="no-focus-outline">
+<noscript>The interactive GraphQL page needs JavaScript.</noscript>
+<div id="root"></div>
+${PAGE_SCRIPT}<script>
+self.MonacoEnvironment = {
+  globalAPI: false,
+  getWorkerUrl: function (moduleId, label) { return ${scriptJson(workers)}[label]; },
+};
+</script>
+<script src="${graphiql}"></script>
+<script>
+YogaGraphiQL.renderYogaGraphiQL(document.querySelector('#root'), ${scriptJson(INTERACTIVE_PAGE_OPTIONS)});
+</script>
+</body>
+</html>
+`;
+  return { html, assets };
 }

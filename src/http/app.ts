@@ -15,6 +15,7 @@ import { createCancellation } from './cancellation.js';
 import type { AccessCatalogue } from '../auth/access.js';
 import type { CredentialCache } from '../auth/credential-cache.js';
 import { createGraphRoute } from './graph-route.js';
+import { isInteractiveAsset, sendInteractiveAsset } from './interactive-page-route.js';
 import { createSlots } from './guards/slots.js';
 import { clientAddress } from './guards/client-address.js';
 import { crossOriginRefusal, refuseCrossOrigin } from './guards/cross-origin.js';
@@ -96,6 +97,9 @@ export function createApp(deps: AppDeps): App {
     if (path === '/api/healthz') return sendJson(res, 200, { status: 'ok' });
     if (path === '/api/readyz') return ready(res);
     if (path.startsWith(PLUGIN_ROUTE_PREFIX)) return pluginRouter(req, res, url);
+    if (config.server.devGraphiql && isInteractiveAsset(path)) {
+      return sendInteractiveAsset(req, res, path);
+    }
     if (path === '/api' || path.startsWith('/api/') || !web) {
       return sendJson(res, 404, { error: 'not found' });
     }

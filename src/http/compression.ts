@@ -110,15 +110,22 @@ export function varyOnEncoding(res: ServerResponse, headers: Record<string, unkn
  */
 export interface StaticAnswer {
   contentType: string;
+  /** Further fields sent with it (`cache-control`). */
+  headers: Record<string, string>;
   plain: Buffer;
   encoded(encoding: ContentEncoding): Promise<Buffer>;
 }
 
-export function createStaticAnswer(body: string | Buffer, contentType: string): StaticAnswer {
+export function createStaticAnswer(
+  body: string | Buffer,
+  contentType: string,
+  headers: Record<string, string> = {},
+): StaticAnswer {
   const plain = typeof body === 'string' ? Buffer.from(body, 'utf8') : body;
   const kept = new Map<ContentEncoding, Promise<Buffer>>();
   return {
     contentType,
+    headers,
     plain,
     encoded(encoding) {
       let answer = kept.get(encoding);

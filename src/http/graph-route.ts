@@ -258,9 +258,14 @@ export function createGraphRoute(deps: GraphRouteDeps) {
       );
     }
     const { actor } = credential;
-    // graphql-sse's single-connection mode is for signed-in callers only.
+    // graphql-sse's single-connection mode is for signed-in callers only. Its client reads
+    // the status of a reservation (PUT) and of its other steps, never a body: a 401 says why.
     const step = singleConnectionStep(req, url);
-    if (step && !actor) return graphRefusal(res, 200, refuse('authentication_required'));
+    if (step && !actor) {
+      return graphRefusal(res, 401, refuse('authentication_required'), {
+        'www-authenticate': 'Bearer',
+      });
+    }
     if (step && actor && step.kind !== 'reserve' && !ownsStream(step, res, actor)) return;
     const read = await body(req, res, actor);
     if (read === 'refused') return;

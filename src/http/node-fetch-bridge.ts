@@ -205,7 +205,7 @@ export async function sendStaticAnswer(
   res: ServerResponse,
   answer: StaticAnswer,
 ): Promise<void> {
-  const headers: NodeHeaders = { 'content-type': answer.contentType };
+  const headers: NodeHeaders = { ...answer.headers, 'content-type': answer.contentType };
   let body = answer.plain;
   if (worthCompressing(answer.contentType, body.length)) {
     varyOnEncoding(res, headers);
@@ -217,7 +217,7 @@ export async function sendStaticAnswer(
   }
   headers['content-length'] = String(body.length);
   res.writeHead(200, headers);
-  res.end(body);
+  res.end(req.method === 'HEAD' ? undefined : body);
 }
 
 /**

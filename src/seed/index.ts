@@ -37,6 +37,13 @@ export const seedSteps: SeedStep[] = [contactsStep, tasksStep];
 
 export const DEMO_WORKSPACE = 'Demo workspace';
 
+/**
+ * The demo accounts' addresses, on a domain of their own: the seed may go beside `svc dev`'s
+ * first admin (`admin@example.com`), and an address held in two workspaces would make every
+ * command naming it need `-workspace`.
+ */
+export const DEMO_EMAILS = { admin: 'admin@demo.example.com', member: 'member@demo.example.com' };
+
 export interface SeedAccount {
   user: User;
   /** Generated; shown once by the command, never stored in clear. */
@@ -102,13 +109,13 @@ export async function seedDemo(db: Db, options: SeedOptions): Promise<SeedResult
   await checkSeedable(db, options.besideOthers ?? false);
   const workspace = await createWorkspace(db, { name: DEMO_WORKSPACE });
   const admin = await createAccount(db, workspace.id, {
-    email: 'admin@example.com',
+    email: DEMO_EMAILS.admin,
     name: 'Ada Admin',
     password: options.passwords.admin,
     role: 'admin',
   });
   const member = await createAccount(db, workspace.id, {
-    email: 'member@example.com',
+    email: DEMO_EMAILS.member,
     name: 'Max Member',
     password: options.passwords.member,
     role: 'member',

@@ -176,12 +176,12 @@ describe('svc seed', () => {
     expect(seeded.stderr).toBe('');
     expect(seeded.code).toBe(0);
     expect(seeded.stdout).toContain('seeded workspace "Demo workspace"');
-    const admin = /admin: admin@example\.com .* password: (\S+)/.exec(seeded.stdout)?.[1];
-    const member = /member: member@example\.com .* password: (\S+)/.exec(seeded.stdout)?.[1];
+    const admin = /admin: admin@demo\.example\.com .* password: (\S+)/.exec(seeded.stdout)?.[1];
+    const member = /member: member@demo\.example\.com .* password: (\S+)/.exec(seeded.stdout)?.[1];
     const rows = await accounts(db);
     expect(rows.map(({ email, role }) => [email, role])).toEqual([
-      ['admin@example.com', 'admin'],
-      ['member@example.com', 'member'],
+      ['admin@demo.example.com', 'admin'],
+      ['member@demo.example.com', 'member'],
     ]);
     expect(await verifyPassword(rows[0]?.password_hash as string, admin as string)).toBe(true);
     expect(await verifyPassword(rows[1]?.password_hash as string, member as string)).toBe(true);
@@ -230,7 +230,7 @@ describe('svc seed', () => {
     expect(Math.max(...open.map((task) => task.days))).toBeGreaterThan(21);
     expect(Math.max(...open.map((task) => task.days))).toBeLessThanOrEqual(35);
     expect(new Set(tasks.map((task) => task.assignee))).toEqual(
-      new Set(['admin@example.com', 'member@example.com']),
+      new Set(['admin@demo.example.com', 'member@demo.example.com']),
     );
     expect(tasks.filter((task) => task.contact !== null).length).toBeGreaterThan(20);
   });

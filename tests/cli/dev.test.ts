@@ -7,6 +7,7 @@ import { finished, runSvc, svc, waitForOutput } from '../support/cli.js';
 import { databasesForFile } from '../support/database.js';
 import { freePort } from '../support/env.js';
 import { createWorkspace } from '../support/factories.js';
+import { LOGIN_OPERATION } from '../../src/graph/interactive-page.js';
 
 const folders: string[] = [];
 const children: ChildProcessWithoutNullStreams[] = [];
@@ -62,13 +63,33 @@ const passwordIn = (banner: string) =>
 describe('svc dev with no SVC_DATABASE_URL', () => {
   test('starts on an embedded PostgreSQL in ./.data, prints a sign-in that works, the interactive page and the database, and keeps the data', async () => {
     const cwd = devFolder();
-    const first = await startDev(cwd);
+    const postgresPort = await freePort();
+    const first = await startDev(cwd, { SVC_DEV_POSTGRES_PORT: String(postgresPort) });
     expect(first.banner).toContain(`interactive GraphQL page: ${first.url}/api/graphql`);
+    // On the port SVC_DEV_POSTGRES_PORT names.
     expect(first.banner).toMatch(
       new RegExp(
-        `database: postgres://postgres@127\\.0\\.0\\.1:\\d+/svc \\(embedded PostgreSQL in ${literally(path.join(cwd, '.data', 'postgres'))}\\)`,
+        `database: postgres://postgres@127\\.0\\.0\\.1:${postgresPort}/svc \\(embedded PostgreSQL in ${literally(path.join(cwd, '.data', 'postgres'))}\\)`,
       ),
     );
+    // Every address it prints answers; the first is the interactive page.
+    const urls = [
+      ...first.banner.slice(first.banner.indexOf('svc is running')).matchAll(/http:\/\/[^\s,]+/g),
+    ].map(([url]) => url);
+    expect(urls[0]).toBe(`${first.url}/api/graphql`);
+    for (const url of urls) {
+      const answer = await fetch(url, { headers: { accept: 'text/html' } });
+      expect({ url, status: answer.status }).toEqual({ url, status: 200 });
+    }
+    // The sign-in is the page's own variables form, never a password inside a query.
+    expect(first.banner).not.toMatch(/password: "/);
+    const variables = JSON.parse(
+      /put these in its variables and run it: (\{.*\})$/m.exec(first.banner)?.[1] ?? '',
+    ) as Record<string, string>;
+    const signedIn = await graph(first.url, LOGIN_OPERATION, variables);
+    expect(await signedIn.json()).toMatchObject({
+      data: { login: { me: { email: 'admin@example.com' } } },
+    });
     const password = passwordIn(first.banner);
     expect(password).toMatch(/^[\w-]{20}$/);
     const page = await fetch(`${first.url}/api/graphql`, { headers: { accept: 'text/html' } });
@@ -87,9 +108,14 @@ describe('svc dev with no SVC_DATABASE_URL', () => {
     expect(await version.json()).toEqual({ data: { version: '0.9.0' } });
     await first.stop();
 
-    // A second start reuses the data folder and the same first admin.
-    const second = await startDev(cwd);
+    // A second start reuses the data folder and the same first admin. Listening on every
+    // interface, it prints the loopback address a browser reaches.
+    const port = await freePort();
+    const second = await startDev(cwd, { SVC_ADDR: `0.0.0.0:${port}` });
     expect(second.banner).toContain(`with password ${password}`);
+    expect(second.banner).toContain(
+      `interactive GraphQL page: http://127.0.0.1:${port}/api/graphql`,
+    );
     await second.stop();
   }, 90_000);
 
@@ -176,6 +202,16 @@ describe('commands in a folder with an embedded database and no SVC_DATABASE_URL
     expect(again.stderr).toContain('already holds the demo workspace "Demo workspace"');
     const listed = await runSvc(['workspace:list'], {}, { cwd });
     expect(listed.stdout).toMatch(/My workspace +active +1 +0\n.*Demo workspace +active +2 +36/);
+    // Its accounts cannot collide with svc dev's first admin: that address names one account.
+    expect(seeded.stdout).toMatch(
+      /admin: admin@demo\.example\.com .*\n  member: member@demo\.example\.com /,
+    );
+    const token = await runSvc(
+      ['token:create', '-email', 'admin@example.com', '-name', 'after seed'],
+      {},
+      { cwd },
+    );
+    expect(token.code).toBe(0);
   }, 60_000);
 });
 

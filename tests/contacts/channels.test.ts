@@ -53,7 +53,7 @@ describe('refusals', () => {
   test.each([
     [{ channel: '', identifier: 'x' }, 'identity_channel_required'],
     [{ channel: 'email', identifier: ' ' }, 'identity_identifier_required'],
-    [{ channel: 'phone', identifier: 'no digits' }, 'identity_identifier_required'],
+    [{ channel: 'phone', identifier: 'no digits' }, 'identity_identifier_malformed'],
     [{ channel: 'telex', identifier: '123' }, 'channel_unknown'],
   ])('%j is refused with %s', (input, reason) => {
     expect(reasonOf(() => normaliseIdentity(input))).toBe(reason);

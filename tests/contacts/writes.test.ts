@@ -116,11 +116,20 @@ describe('createContact', () => {
   test.each([
     ['identity_channel_required', { channel: ' ', identifier: 'x@example.com' }],
     ['identity_identifier_required', { channel: 'email', identifier: '  ' }],
-    ['identity_identifier_required', { channel: 'phone', identifier: 'call me' }],
   ])('an identity refused with %s leaves no contact', async (reason, identity) => {
     const name = `Refused ${randomUUID()}`;
     const { body } = await svc.graph(CREATE_CONTACT, { input: { name, identities: [identity] } });
     expectReason(body, 'VALIDATION', reason);
+    expect(await db.select().from(contacts).where(eq(contacts.name, name))).toEqual([]);
+  });
+
+  test('a phone identifier given without a digit is identity_identifier_malformed, saying so', async () => {
+    const name = `Refused ${randomUUID()}`;
+    const { body } = await svc.graph(CREATE_CONTACT, {
+      input: { name, identities: [{ channel: 'phone', identifier: 'call me' }] },
+    });
+    expectReason(body, 'VALIDATION', 'identity_identifier_malformed', { channel: 'phone' });
+    expect(body.errors?.[0]?.message).toBe('a phone number needs at least one digit');
     expect(await db.select().from(contacts).where(eq(contacts.name, name))).toEqual([]);
   });
 

@@ -95,8 +95,8 @@ describe.each([
     const client = clientOf(svc.url, {}, singleConnection);
     const iterator = client.iterate({ query: CORE_EVENT });
     if (singleConnection) {
-      // The reservation itself needs a credential: the client's PUT is refused.
-      await expect(iterator.next()).rejects.toThrow(/200/);
+      // The reservation itself needs a credential: the client's PUT is refused with a 401.
+      await expect(iterator.next()).rejects.toThrow('Server responded with 401: Unauthorized');
     } else {
       const { value } = await iterator.next();
       expect((value as Result).errors?.[0]).toMatchObject({

@@ -44,6 +44,35 @@ describe('the graph route', () => {
     });
   });
 
+  test('graphql-sse single-connection steps without a credential answer 401 with the graph’s error body', async () => {
+    const authenticationRequired = {
+      data: null,
+      errors: [
+        {
+          message: 'authentication required',
+          extensions: { code: 'UNAUTHENTICATED', reason: 'authentication_required', meta: {} },
+        },
+      ],
+    };
+    const steps: RequestInit[] = [
+      { method: 'PUT' },
+      { method: 'DELETE' },
+      { headers: { accept: 'text/event-stream', 'x-graphql-event-stream-token': 'any' } },
+    ];
+    for (const step of steps) {
+      const response = await fetch(`${svc.url}/api/graphql`, step);
+      expect(response.status).toBe(401);
+      expect(response.headers.get('www-authenticate')).toBe('Bearer');
+      expect(await response.json()).toEqual(authenticationRequired);
+    }
+    // Signed in, the reservation is made.
+    const reserved = await fetch(`${svc.url}/api/graphql`, {
+      method: 'PUT',
+      headers: svc.adminHeaders,
+    });
+    expect(reserved.status).toBe(201);
+  });
+
   test('introspection is on', async () => {
     const { body } = await svc.graph('{ __schema { queryType { name } } }');
     expect(body.data).toEqual({ __schema: { queryType: { name: 'Query' } } });
@@ -328,6 +357,11 @@ describe('the interactive page', () => {
   test('is not served unless SVC_DEV_GRAPHIQL is set', async () => {
     const response = await fetch(`${svc.url}/api/graphql`, { headers: { accept: 'text/html' } });
     expect(response.headers.get('content-type') ?? '').not.toContain('text/html');
+    await response.body?.cancel();
+  });
+  test('nor are its assets', async () => {
+    const response = await fetch(`${svc.url}/api/interactive-page/favicon.0000000000000000.ico`);
+    expect(response.status).toBe(404);
     await response.body?.cancel();
   });
 });

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { getIntrospectionQuery } from 'graphql';
 import {
@@ -68,14 +69,75 @@ describe('the page', () => {
   test('runs its script before GraphiQL: it reloads the schema after a successful login', () => {
     const script = page.indexOf(PAGE_SCRIPT);
     expect(script).toBeGreaterThan(-1);
+    expect(script).toBeLessThan(
+      page.search(/<script src="\/api\/interactive-page\/graphiql\.[0-9a-f]{16}\.js">/),
+    );
     expect(script).toBeLessThan(page.indexOf('YogaGraphiQL.renderYogaGraphiQL('));
     expect(PAGE_SCRIPT).toContain('body.data.login && !body.errors) refetchSchema()');
     expect(PAGE_SCRIPT).toContain('[aria-label^="Re-fetch GraphQL schema"]');
   });
 
-  test('GraphiQL’s bundle still labels the button the script presses', () => {
+  test('GraphiQL’s bundle still labels the button the script presses', async () => {
     // scripts/interactive-page-check.ts presses it in a browser.
-    expect(page).toContain('Re-fetch GraphQL schema (');
+    const bundle = assetsOf(page).find((url) => /\/graphiql\.[0-9a-f]{16}\.js$/.test(url));
+    const answer = await rawHttp(`${svc.url}${bundle}`);
+    expect(decoded(answer).toString('utf8')).toContain('Re-fetch GraphQL schema (');
+  });
+});
+
+/** The asset paths a page names (stylesheet, icon, scripts, workers). */
+function assetsOf(html: string): string[] {
+  return [...html.matchAll(/\/api\/interactive-page\/[\w.-]+/g)].map(([path]) => path);
+}
+
+describe('the page’s assets', () => {
+  let page: RawHttpAnswer;
+  let paths: string[];
+
+  beforeAll(async () => {
+    page = await openPage({ 'accept-encoding': 'br' });
+    paths = assetsOf(decoded(page).toString('utf8'));
+  });
+
+  test('the page is a few kilobytes that a browser asks for again on each visit', () => {
+    expect(page.status).toBe(200);
+    expect(decoded(page).length).toBeLessThan(16 * 1024);
+    expect(page.headers['cache-control']).toBe('no-cache');
+  });
+
+  test('it names its bundle, styles, icon and three editor workers, each named after its content and kept for good', async () => {
+    expect(paths.map((path) => path.replace(/\.[0-9a-f]{16}\./, '.<hash>.')).sort()).toEqual([
+      '/api/interactive-page/editor-worker.<hash>.js',
+      '/api/interactive-page/favicon.<hash>.ico',
+      '/api/interactive-page/graphiql.<hash>.css',
+      '/api/interactive-page/graphiql.<hash>.js',
+      '/api/interactive-page/graphql-worker.<hash>.js',
+      '/api/interactive-page/json-worker.<hash>.js',
+    ]);
+    let total = 0;
+    for (const path of paths) {
+      const answer = await rawHttp(`${svc.url}${path}`, { headers: { 'accept-encoding': 'br' } });
+      expect(answer.status).toBe(200);
+      expect(answer.headers['cache-control']).toBe('public, max-age=31536000, immutable');
+      const body = decoded(answer);
+      total += body.length;
+      const hash = createHash('sha256').update(body).digest('hex').slice(0, 16);
+      expect(path).toContain(`.${hash}.`);
+      expect(answer.headers['content-type']).toMatch(
+        path.endsWith('.css')
+          ? /^text\/css/
+          : path.endsWith('.js')
+            ? /^text\/javascript/
+            : /^image\//,
+      );
+    }
+    // The bundle render-graphiql inlined into every page, now fetched once.
+    expect(total).toBeGreaterThan(8_000_000);
+  });
+
+  test('a name that is no asset answers 404', async () => {
+    const answer = await rawHttp(`${svc.url}/api/interactive-page/graphiql.0000000000000000.js`);
+    expect(answer.status).toBe(404);
   });
 });
 
@@ -124,14 +186,23 @@ describe('the schema before signing in', () => {
   });
 });
 
-describe('compression of the page', () => {
+describe('compression of the page’s bundle', () => {
   let plain: RawHttpAnswer;
+  let bundle: string;
+
+  function openBundle(headers: Record<string, string> = {}) {
+    return rawHttp(`${svc.url}${bundle}`, { headers });
+  }
 
   beforeAll(async () => {
-    plain = await openPage();
+    const page = decoded(await openPage()).toString('utf8');
+    bundle = assetsOf(page).find(
+      (path) => path.endsWith('.js') && path.includes('/graphiql.'),
+    ) as string;
+    plain = await openBundle();
   });
 
-  test('without Accept-Encoding the page comes plain, saying it varies with it', () => {
+  test('without Accept-Encoding the bundle comes plain, saying it varies with it', () => {
     expect(plain.status).toBe(200);
     expect(plain.headers['content-encoding']).toBeUndefined();
     expect(plain.headers['content-length']).toBe(String(plain.body.length));
@@ -140,9 +211,9 @@ describe('compression of the page', () => {
   });
 
   test.each(['br', 'gzip'])(
-    'with Accept-Encoding %s it comes compressed, smaller, and decodes to the same page',
+    'with Accept-Encoding %s it comes compressed, smaller, and decodes to the same bundle',
     async (encoding) => {
-      const answer = await openPage({ 'accept-encoding': encoding });
+      const answer = await openBundle({ 'accept-encoding': encoding });
       expect(answer.headers['content-encoding']).toBe(encoding);
       expect(answer.headers.vary).toMatch(/Accept-Encoding/);
       expect(answer.headers['content-length']).toBe(String(answer.body.length));
@@ -153,8 +224,8 @@ describe('compression of the page', () => {
 
   test('a browser’s usual Accept-Encoding gets brotli, the same bytes on every request', async () => {
     const headers = { 'accept-encoding': 'gzip, deflate, br, zstd' };
-    const first = await openPage(headers);
-    const second = await openPage(headers);
+    const first = await openBundle(headers);
+    const second = await openBundle(headers);
     expect(first.headers['content-encoding']).toBe('br');
     expect(second.body.equals(first.body)).toBe(true);
   });

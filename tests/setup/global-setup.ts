@@ -20,8 +20,49 @@ function urlFor(name: string): string {
   return url.toString();
 }
 
+/**
+ * What every database the tests make is named after, `SVC_TEST_DATABASE_PREFIX`, else one
+ * of this checkout's own (`svc_` and a hash of its path): the setup drops stale templates
+ * of its prefix only, never another checkout's, on a server several may share.
+ */
+export function testDatabasePrefix(env: Record<string, string | undefined> = process.env): string {
+  const set = env.SVC_TEST_DATABASE_PREFIX;
+  if (set === undefined || set === '') {
+    return `svc_${createHash('sha256').update(root).digest('hex').slice(0, 8)}`;
+  }
+  // Room in PostgreSQL's 63 bytes for `_template_` and a 16-digit hash; a plain name in SQL.
+  if (!/^[a-z][a-z0-9_]{0,29}$/.test(set)) {
+    throw new Error(
+      `SVC_TEST_DATABASE_PREFIX must be 1 to 30 lowercase letters, digits or underscores, starting with a letter (got ${JSON.stringify(set)})`,
+    );
+  }
+  return set;
+}
+
+/**
+ * Drops the templates of `prefix` other than `keep` built over an hour ago (a run from this
+ * checkout in another terminal may still be cloning a younger one); a database whose name
+ * does not start with `<prefix>_template_` is never touched. Answers the dropped names.
+ */
+export async function dropStaleTemplates(
+  admin: postgres.Sql,
+  prefix: string,
+  keep: string,
+): Promise<string[]> {
+  const start = `${prefix}_template_`;
+  const stale = await admin<{ datname: string }[]>`
+    select datname from pg_database
+    where left(datname, ${start.length}) = ${start} and datname <> ${keep} and coalesce(
+      substring(shobj_description(oid, 'pg_database') from 'built (.*)$')::timestamptz,
+      'epoch') < now() - interval '1 hour'`;
+  for (const { datname } of stale) {
+    await admin.unsafe(`drop database if exists "${datname}" with (force)`);
+  }
+  return stale.map(({ datname }) => datname);
+}
+
 /** Named after every migration file (and the code applying them), so any change rebuilds it. */
-function templateName(): string {
+function templateName(prefix: string): string {
   const hash = createHash('sha256');
   const dirs = [path.join(root, 'drizzle'), path.join(root, 'src/db')];
   for (const entry of readdirSync(path.join(root, 'plugins'), { withFileTypes: true })) {
@@ -34,7 +75,7 @@ function templateName(): string {
       .sort();
     for (const file of files) hash.update(file).update(readFileSync(file));
   }
-  return `svc_template_${hash.digest('hex').slice(0, 16)}`;
+  return `${prefix}_template_${hash.digest('hex').slice(0, 16)}`;
 }
 
 async function reachable(url: string): Promise<boolean> {
@@ -78,7 +119,9 @@ export default async function globalSetup(): Promise<void> {
     adminUrl = await startEmbedded();
   }
   process.env.SVC_TEST_DATABASE_URL = adminUrl;
-  const name = templateName();
+  const prefix = testDatabasePrefix();
+  process.env.SVC_TEST_DATABASE_PREFIX = prefix;
+  const name = templateName(prefix);
   process.env.SVC_TEST_TEMPLATE = name;
   const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
   try {
@@ -86,16 +129,7 @@ export default async function globalSetup(): Promise<void> {
     await admin`select pg_advisory_lock(hashtext('svc test template'))`;
     const [exists] = await admin`select 1 from pg_database where datname = ${name}`;
     if (exists) return;
-    // Templates of other migration sets go once an hour old: a run from another checkout
-    // may still be cloning a younger one.
-    const stale = await admin<{ datname: string }[]>`
-      select datname from pg_database
-      where datname like 'svc_template_%' and coalesce(
-        substring(shobj_description(oid, 'pg_database') from 'built (.*)$')::timestamptz,
-        'epoch') < now() - interval '1 hour'`;
-    for (const { datname } of stale) {
-      await admin.unsafe(`drop database if exists "${datname}" with (force)`);
-    }
+    await dropStaleTemplates(admin, prefix, name);
     const building = `${name}_building`;
     await admin.unsafe(`drop database if exists "${building}" with (force)`);
     await admin.unsafe(`create database "${building}"`);

@@ -2,7 +2,12 @@ import { randomBytes } from 'node:crypto';
 import { afterAll } from '@jest/globals';
 import postgres from 'postgres';
 import { createDatabase, type Database } from '../../src/db/client.js';
-import { adminDatabaseUrl, databaseUrlFor, templateDatabaseName } from './env.js';
+import {
+  adminDatabaseUrl,
+  databaseUrlFor,
+  templateDatabaseName,
+  testDatabasePrefix,
+} from './env.js';
 
 export interface TestDatabase {
   name: string;
@@ -25,7 +30,7 @@ async function withAdmin<T>(work: (admin: postgres.Sql) => Promise<T>): Promise<
  * `empty` is set (for tests of migrating itself).
  */
 export async function createTestDatabase(options: { empty?: boolean } = {}): Promise<TestDatabase> {
-  const name = `svc_test_${randomBytes(6).toString('hex')}`;
+  const name = `${testDatabasePrefix()}_test_${randomBytes(6).toString('hex')}`;
   await withAdmin((admin) =>
     admin.unsafe(
       options.empty

@@ -14,6 +14,13 @@ export function databaseUrlFor(name: string): string {
   return withDatabaseName(adminDatabaseUrl, name);
 }
 
+/** What the databases of this run are named after (tests/setup/global-setup.ts). */
+export function testDatabasePrefix(): string {
+  const prefix = process.env.SVC_TEST_DATABASE_PREFIX;
+  if (!prefix) throw new Error('SVC_TEST_DATABASE_PREFIX is unset: run the tests through jest');
+  return prefix;
+}
+
 /** The migrated template the global setup built (tests/setup/global-setup.ts). */
 export function templateDatabaseName(): string {
   const name = process.env.SVC_TEST_TEMPLATE;
