@@ -23,13 +23,7 @@ import {
 } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import { refuse, refusePlugin, type AppError } from '../errors.js';
-import {
-  DEFAULT_LIST_MAX,
-  DEFAULT_TEXT_MAX,
-  DEPTH_MAX,
-  isValidText,
-  longerThan,
-} from '../limits.js';
+import { DEFAULT_LIST_MAX, DEFAULT_TEXT_MAX, DEPTH_MAX, textProblem } from '../limits.js';
 
 /** What an argument or input field declares in `extensions.limits` (docs/limits.md). */
 export interface InputLimits {
@@ -364,14 +358,15 @@ function anyRefusal(
 }
 
 function textRefusal(text: string, limits: InputLimits | undefined, site: Site): Refusal | null {
-  if (!isValidText(text)) {
+  // The one rule for outside text (src/limits.ts), which inbound platform data meets too.
+  const problem = textProblem(text, limits?.maxLength ?? DEFAULT_TEXT_MAX);
+  if (!problem) return null;
+  if (problem.reason === 'text_invalid') {
     return () => refuse('text_invalid', {}, at(site, `${site.name} is not valid text`));
   }
-  const max = limits?.maxLength ?? DEFAULT_TEXT_MAX;
-  if (!longerThan(text, max)) return null;
-  const message = `${site.name} may be at most ${max} characters`;
+  const message = `${site.name} may be at most ${problem.max} characters`;
   const reason = limits?.tooLong ?? 'text_too_long';
-  return () => refusePlugin(reason, { max }, at(site, message));
+  return () => refusePlugin(reason, { max: problem.max }, at(site, message));
 }
 
 function listRefusal(max: number, site: Site): Refusal {
