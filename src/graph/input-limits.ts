@@ -351,6 +351,9 @@ function anyRefusal(
   const entries = Array.isArray(value) ? value.entries() : Object.entries(value);
   for (const [key, item] of entries) {
     const where = typeof key === 'number' ? indexed(site, key) : named(site, key);
+    // A key is text from outside too: a plugin may repeat it (`no field named …`) or store it.
+    const keyRefusal = typeof key === 'string' ? textRefusal(key, limits, site) : null;
+    if (keyRefusal) return keyRefusal;
     const refusal = anyRefusal(item, limits, where, depth + 1);
     if (refusal) return refusal;
   }
