@@ -216,15 +216,7 @@ function unstorable(error: unknown): boolean {
  * stored is found again by its platform id, so a redelivery stores each item once.
  */
 export async function storePayload(ctx: RouteContext, changes: Json[]): Promise<Stored> {
-  const stored: Stored = {
-    messages: 0,
-    redelivered: 0,
-    statuses: 0,
-    dropped: 0,
-    refused: 0,
-    earlyDropped: 0,
-    media: false,
-  };
+  const stored: Stored = { ...zero };
   // The workspace of each number, asked once a payload and outside the transactions.
   const workspaces = new Map<string, string | null>();
   const items: Item[] = [];
@@ -262,29 +254,7 @@ export async function storePayload(ctx: RouteContext, changes: Json[]): Promise<
   }
   const over = items.splice(PAYLOAD_ITEMS_MAX);
   for (let start = 0; start < items.length; start += BATCH_ITEMS) {
-    const batch = items.slice(start, start + BATCH_ITEMS);
-    await ctx.database.db.transaction(async (tx) => {
-      const refused: [Item, Refusal][] = [];
-      for (const item of batch) {
-        const problem = itemProblem(item);
-        if (problem) {
-          refused.push([item, problem]);
-          continue;
-        }
-        try {
-          // A savepoint: an item the database refuses takes none of its batch with it.
-          await tx.transaction((sp) => storeItem(sp, item, stored));
-        } catch (error) {
-          if (isAppError(error)) refused.push([item, { reason: error.reason, detail: '' }]);
-          else if (unstorable(error))
-            refused.push([item, { reason: 'value_unstorable', detail: '' }]);
-          else throw error;
-          ctx.log.warn({ err: error, kind: item.kind }, 'chat inbound item refused');
-        }
-      }
-      await recordRefused(tx, refused);
-      stored.refused += refused.length;
-    });
+    await storeBatch(ctx, items.slice(start, start + BATCH_ITEMS), stored);
   }
   if (over.length > 0) {
     // One record a workspace for everything past the cap: the table stays bounded.
@@ -304,6 +274,78 @@ export async function storePayload(ctx: RouteContext, changes: Json[]): Promise<
     stored.refused += over.length;
   }
   return stored;
+}
+
+/** Why the database or the contacts refused an item, or null when the failure is not its. */
+function refusalOf(error: unknown): Refusal | null {
+  if (isAppError(error)) return { reason: error.reason, detail: '' };
+  if (unstorable(error)) return { reason: 'value_unstorable', detail: '' };
+  return null;
+}
+
+/**
+ * One batch in one transaction, the refused items recorded in it. Should the database or
+ * the contacts refuse an item that passed the text rules, the batch is rolled back and
+ * stored again one item a transaction, so that item alone is recorded: the common case
+ * pays for no savepoints.
+ */
+async function storeBatch(ctx: RouteContext, batch: readonly Item[], stored: Stored) {
+  let tally: Stored = { ...zero };
+  try {
+    await ctx.database.db.transaction(async (tx) => {
+      tally = { ...zero };
+      const refused: [Item, Refusal][] = [];
+      for (const item of batch) {
+        const problem = itemProblem(item);
+        if (problem) refused.push([item, problem]);
+        else await storeItem(tx, item, tally);
+      }
+      await recordRefused(tx, refused);
+      tally.refused += refused.length;
+    });
+  } catch (error) {
+    if (!refusalOf(error)) throw error;
+    tally = { ...zero };
+    for (const item of batch) await storeAlone(ctx, item, tally);
+  }
+  add(stored, tally);
+}
+
+/** One item in its own transaction; refused, it is recorded in another. */
+async function storeAlone(ctx: RouteContext, item: Item, tally: Stored): Promise<void> {
+  let refusal = itemProblem(item);
+  if (!refusal) {
+    try {
+      await ctx.database.db.transaction((tx) => storeItem(tx, item, tally));
+      return;
+    } catch (error) {
+      refusal = refusalOf(error);
+      if (!refusal) throw error;
+      ctx.log.warn({ err: error, kind: item.kind }, 'chat inbound item refused');
+    }
+  }
+  await ctx.database.db.transaction((tx) => recordRefused(tx, [[item, refusal]]));
+  tally.refused += 1;
+}
+
+const zero = {
+  messages: 0,
+  redelivered: 0,
+  statuses: 0,
+  dropped: 0,
+  refused: 0,
+  earlyDropped: 0,
+  media: false,
+} satisfies Stored;
+
+/** Adds a batch's counts to the payload's. */
+function add(stored: Stored, tally: Stored): void {
+  stored.messages += tally.messages;
+  stored.redelivered += tally.redelivered;
+  stored.statuses += tally.statuses;
+  stored.refused += tally.refused;
+  stored.earlyDropped += tally.earlyDropped;
+  stored.media ||= tally.media;
 }
 
 /** Stores one checked item. */

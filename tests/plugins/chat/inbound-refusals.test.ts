@@ -96,6 +96,22 @@ describe('a poison message', () => {
     expect(recorded!.r).toBe(1);
   });
 
+  test('refused by the contacts, not the text rule, takes none of its batch with it', async () => {
+    const [good1, blank, good2] = [messageId(), messageId(), messageId()];
+    // Valid text, but no identifier once trimmed: contactForIdentity refuses it.
+    const payload = batch(
+      text(sender(), 'first', good1),
+      text('   ', 'from nobody', blank),
+      text(sender(), 'second', good2),
+    );
+    expect((await h.deliver(payload)).status).toBe(200);
+    expect(await storedIds([good1, blank, good2])).toEqual([good1, good2].sort());
+    expect((await refused()).find((row) => row.platformId === blank)).toMatchObject({
+      kind: 'message',
+      reason: 'identity_identifier_required',
+    });
+  });
+
   test('an admin reads the refusals; a member is refused', async () => {
     expect((await refused()).length).toBeGreaterThan(0);
     const db = h.svc.db.database.db;
