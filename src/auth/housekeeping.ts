@@ -1,3 +1,4 @@
+import { sql } from 'drizzle-orm';
 import type { Config } from '../config.js';
 import type { Database } from '../db/client.js';
 import type { Logger } from '../log.js';
@@ -29,6 +30,18 @@ function sweepsOf({ config, plugins = [] }: HousekeepingDeps): PluginSweep[] {
         await deleteOldAttempts(db, keepAttemptsMs);
         return 0;
       },
+    },
+    {
+      // Expired and past the cooldown, a reset link counts for nothing: not live, and too
+      // old to hold back another mail. Requests for an address add them (SVC_RESET_LINKS).
+      name: 'reset links',
+      run: async (db) =>
+        (
+          await db.execute(sql`
+            delete from password_resets
+             where expires_at < now() - make_interval(secs => ${config.invitations.resetCooldownMs / 1000})
+            returning 1`)
+        ).length,
     },
     ...plugins.flatMap((plugin) =>
       (plugin.definition?.sweeps ?? []).map((sweep) => ({

@@ -44,6 +44,29 @@ describe('housekeeping', () => {
   });
 });
 
+describe('reset links', () => {
+  test('go once expired and past the cooldown; live ones stay', async () => {
+    const workspace = await createWorkspace(db.database.db);
+    const user = await createUser(db.database.db, workspace);
+    for (const expires of ["now() - interval '3 days'", "now() + interval '1 hour'"]) {
+      await db.database.sql.unsafe(
+        `insert into password_resets (workspace_id, user_id, secret_hash, expires_at)
+         values ($1, $2, sha256(gen_random_uuid()::text::bytea), ${expires})`,
+        [workspace.id, user.id],
+      );
+    }
+    const removed = await runHousekeeping({
+      config: testConfig(),
+      database: db.database,
+      log: captureLogger().log,
+    });
+    expect(removed['reset links']).toBe(1);
+    const left = await db.database.sql`
+      select count(*)::int as n from password_resets where user_id = ${user.id}`;
+    expect(left[0]?.n).toBe(1);
+  });
+});
+
 describe('plugin sweeps', () => {
   const plugin = (id: string, sweeps: PluginSweep[]): LoadedPlugin => ({
     manifest: { id } as LoadedPlugin['manifest'],
