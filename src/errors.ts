@@ -27,6 +27,41 @@ function reason<M extends Meta = Record<string, never>>(
   return { code, message };
 }
 
+/** Characters of outside text a message or a meta value repeats (`printable`'s default). */
+export const ECHO_MAX = 100;
+/** Characters of a whole message: a reason's message naming several echoed values stays short. */
+export const MESSAGE_MAX = 500;
+
+/**
+ * Outside text as a message, a log line or an admin's list may repeat it: control characters
+ * (NUL included) and unpaired surrogates written as `\uXXXX`, and at most `max` characters,
+ * the cut marked with `…`. The text stays recognisable; its bytes never reach a client raw.
+ */
+export function printable(text: string, max = ECHO_MAX): string {
+  let out = '';
+  let count = 0;
+  for (const char of text) {
+    if (count === max) return `${out}…`;
+    const code = char.codePointAt(0)!;
+    const unsafe =
+      code < 0x20 || (code >= 0x7f && code < 0xa0) || (code >= 0xd800 && code <= 0xdfff);
+    out += unsafe ? `\\u${code.toString(16).padStart(4, '0')}` : char;
+    count += 1;
+  }
+  return out;
+}
+
+/** Every string of a meta value made `printable`, to a few levels (meta is small by design). */
+function printableMeta(value: unknown, depth = 0): unknown {
+  if (typeof value === 'string') return printable(value);
+  if (depth > 3 || typeof value !== 'object' || value === null) return value;
+  if (Array.isArray(value)) return value.map((item) => printableMeta(item, depth + 1));
+  if (Object.getPrototypeOf(value) !== Object.prototype) return value;
+  return Object.fromEntries(
+    Object.entries(value).map(([key, item]) => [key, printableMeta(item, depth + 1)]),
+  );
+}
+
 /** A count of seconds as a message says it: `1 second`, `3 seconds`. */
 export function seconds(count: number): string {
   return count === 1 ? '1 second' : `${count} seconds`;
@@ -242,10 +277,15 @@ export class AppError extends GraphQLError {
   readonly reason: string;
   readonly meta: Meta;
 
-  constructor(reasonName: string, spec: ReasonSpec, meta: Meta, options: AppErrorOptions = {}) {
-    const message =
+  constructor(reasonName: string, spec: ReasonSpec, given: Meta, options: AppErrorOptions = {}) {
+    // Whatever a reason repeats of its input (a key, a name) reaches the caller bounded and
+    // with its control characters escaped, whichever reason or plugin built the message.
+    const meta = printableMeta(given) as Meta;
+    const message = printable(
       options.message ??
-      (typeof spec.message === 'function' ? spec.message(meta as never) : spec.message);
+        (typeof spec.message === 'function' ? spec.message(meta as never) : spec.message),
+      MESSAGE_MAX,
+    );
     super(message, {
       ...(options.path ? { path: options.path } : {}),
       ...(options.nodes ? { nodes: options.nodes } : {}),

@@ -57,20 +57,76 @@ export function longerThan(text: string, max: number): boolean {
   return false;
 }
 
+/** What is wrong with a text: the reason it is refused with, and that reason's meta. */
+export type TextProblem = { reason: 'text_invalid' } | { reason: 'text_too_long'; max: number };
+
+/**
+ * The one rule for text from outside (a graph argument, a platform's payload, a file):
+ * null when `text` is valid and at most `max` characters, else why not. It never throws,
+ * so a receiver of outside data can record the reason and go on with the next item.
+ */
+export function textProblem(text: string, max: number): TextProblem | null {
+  if (!isValidText(text)) return { reason: 'text_invalid' };
+  if (longerThan(text, max)) return { reason: 'text_too_long', max };
+  return null;
+}
+
+/** A structured value's problem, and where in it: `text.body`, `contacts[0].name`. */
+export type ValueProblem = (TextProblem | { reason: 'value_too_deep'; max: number }) & {
+  at: string;
+};
+
+/**
+ * Judges a structured value from outside (parsed JSON a platform posted) as the graph
+ * judges a JSON argument: every string and every key by `textProblem`, at most `maxLength`
+ * characters unless `maxLengths` names a tighter (or looser) cap for a top-level key, and
+ * nesting at most DEPTH_MAX deep. PostgreSQL's jsonb refuses a NUL or an unpaired surrogate
+ * anywhere in a document, so a value that passes can be stored as jsonb.
+ */
+export function valueProblem(
+  value: unknown,
+  options: { maxLength?: number; maxLengths?: Readonly<Record<string, number>> } = {},
+): ValueProblem | null {
+  const max = options.maxLength ?? DEFAULT_TEXT_MAX;
+  const walk = (item: unknown, at: string, cap: number, depth: number): ValueProblem | null => {
+    if (typeof item === 'string') {
+      const problem = textProblem(item, cap);
+      return problem && { ...problem, at };
+    }
+    if (typeof item !== 'object' || item === null) return null;
+    if (depth >= DEPTH_MAX) return { reason: 'value_too_deep', max: DEPTH_MAX, at };
+    const entries = Array.isArray(item) ? item.entries() : Object.entries(item);
+    for (const [key, inner] of entries) {
+      const where = typeof key === 'number' ? `${at}[${key}]` : at ? `${at}.${key}` : key;
+      if (typeof key === 'string') {
+        const problem = textProblem(key, max);
+        if (problem) return { ...problem, at: at || '(key)' };
+      }
+      const innerCap =
+        depth === 0 && typeof key === 'string' ? options.maxLengths?.[key] : undefined;
+      const problem = walk(inner, where, innerCap ?? cap, depth + 1);
+      if (problem) return problem;
+    }
+    return null;
+  };
+  return walk(value, '', max, 0);
+}
+
 /**
  * The domain's check of a text it stores: valid, and at most `max` characters. `field`
  * names the input in the message; the reason and meta are the same wherever the text
- * came from (the graph checks its arguments the same way before anything runs).
+ * came from (the graph checks its arguments with the same `textProblem`).
  */
 export function checkText(text: string, field: string, max: number): string {
-  if (!isValidText(text)) {
+  const problem = textProblem(text, max);
+  if (problem?.reason === 'text_invalid') {
     throw refuse('text_invalid', {}, { message: `${field} is not valid text` });
   }
-  if (longerThan(text, max)) {
+  if (problem) {
     throw refuse(
       'text_too_long',
-      { max },
-      { message: `${field} may be at most ${max} characters` },
+      { max: problem.max },
+      { message: `${field} may be at most ${problem.max} characters` },
     );
   }
   return text;

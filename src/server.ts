@@ -168,7 +168,7 @@ async function listen(deps: {
   }
   // Background work starts once the address is ours: a start that cannot listen has
   // nothing running against the database it is about to close, so it stops with one line.
-  const stopHousekeeping = startHousekeeping(config, database, log);
+  const stopHousekeeping = startHousekeeping({ config, database, log, plugins });
   const webhookWorker = startWebhookWorker({ database, config, log });
   const address = server.address() as AddressInfo;
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;

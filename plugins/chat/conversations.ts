@@ -12,8 +12,10 @@ import {
 import {
   chatConversations,
   chatMessages,
+  chatRefusedInbound,
   type ChatConversation,
   type ChatMessage,
+  type ChatRefusedInbound,
 } from './tables.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -177,4 +179,18 @@ export async function findMessage(ctx: Context, id: string): Promise<ChatMessage
     .where(and(eq(chatMessages.workspaceId, workspaceId), eq(chatMessages.id, id)));
   if (!found) throw refuse('conversation_not_found');
   return found;
+}
+
+/** The workspace's refused inbound items, newest first (docs/chat.md, "Refused items"). */
+export async function listRefusedInbound(
+  ctx: Context,
+  args: { first?: number | null },
+): Promise<ChatRefusedInbound[]> {
+  const { workspaceId } = signedIn(ctx);
+  return ctx.database.db
+    .select()
+    .from(chatRefusedInbound)
+    .where(eq(chatRefusedInbound.workspaceId, workspaceId))
+    .orderBy(desc(chatRefusedInbound.createdAt), desc(chatRefusedInbound.id))
+    .limit(pageSize(args.first, ctx.config));
 }

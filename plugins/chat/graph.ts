@@ -18,16 +18,18 @@ import {
   findConversation,
   findMessage,
   listConversations,
+  listRefusedInbound,
   type ConversationView,
 } from './conversations.js';
 import { CHAT_EVENTS, MESSAGE_RECEIVED } from './events.js';
 import { sendMessage, TEXT_MAX_CHARS } from './send.js';
 import { connectWorkspace, disconnectWorkspace } from './settings.js';
-import type { ChatMessage } from './tables.js';
+import type { ChatMessage, ChatRefusedInbound } from './tables.js';
 
 const readChat = { access: { scope: 'chat:read' } } as const;
 const writeChat = { access: { scope: 'chat:write' } } as const;
 const manageChat = { access: { scope: 'chat:write', capability: 'manage_chat' } } as const;
+const readChatAdmin = { access: { scope: 'chat:read', capability: 'manage_chat' } } as const;
 
 /** A message's media file, as SPEC 2.11's `media` names it. */
 interface MediaView {
@@ -128,6 +130,33 @@ const ChatConversationObject = builder.objectRef<ConversationView>('ChatConversa
   }),
 });
 
+const ChatRefusedInboundObject = builder
+  .objectRef<ChatRefusedInbound>('ChatRefusedInbound')
+  .implement({
+    description:
+      'An inbound message or status the service could not store, and why (docs/chat.md, ' +
+      '"Refused items"). The platform was answered 200: it will not deliver it again.',
+    fields: (t) => ({
+      id: t.expose('id', { type: 'UUID' }),
+      kind: t.exposeString('kind', {
+        description: '`message`, `status`, or `payload` for the items past a payload’s cap.',
+      }),
+      platformId: t.exposeString('platformId', {
+        description: 'The platform’s id of the item, control characters escaped, cut to 200.',
+      }),
+      peer: t.exposeString('peer', { description: 'The sender or recipient, likewise.' }),
+      reason: t.exposeString('reason', {
+        description:
+          'text_invalid, text_too_long, value_too_deep, message_incomplete, ' +
+          'value_unstorable, payload_too_many_items, or a contact refusal’s reason.',
+      }),
+      detail: t.exposeString('detail', {
+        description: 'Where in the item (`text.body`, `from`), or what more the reason needs.',
+      }),
+      at: t.expose('createdAt', { type: 'DateTime' }),
+    }),
+  });
+
 /** What `chatConversationEvent` streams: the thread to refetch, and why. */
 interface ConversationEvent {
   conversationId: string;
@@ -166,6 +195,16 @@ builder.queryFields((t) => ({
     authScopes: readChat,
     args: { id: t.arg({ type: 'UUID', required: true }) },
     resolve: (_root, args, ctx) => findConversation(ctx, args.id),
+  }),
+  chatRefusedInbound: t.field({
+    type: [ChatRefusedInboundObject],
+    description:
+      'Inbound items the service could not store, newest first: the newest 1000 of the ' +
+      'last 30 days. Admins only (manage_chat).',
+    authScopes: readChatAdmin,
+    args: { first: t.arg.int({ required: false }) },
+    extensions: costs({ cost: STATEMENT }),
+    resolve: (_root, args, ctx) => listRefusedInbound(ctx, args),
   }),
 }));
 

@@ -1,23 +1,50 @@
 // What the platform posts to the webhook: messages from contacts and the delivery statuses
-// of replies (docs/chat.md). Everything in one payload is stored in one transaction.
+// of replies (docs/chat.md). A payload is stored in batches, each its own transaction; an
+// item that cannot be stored is recorded with its reason and the rest go on.
 import { and, eq, inArray, sql } from 'drizzle-orm';
 import {
   acceptChannelDelivery,
   contactForIdentity,
+  DEFAULT_TEXT_MAX,
+  isAppError,
+  printable,
+  TEXT_MAX,
+  valueProblem,
   type Db,
+  type PluginSweep,
   type RouteContext,
 } from '../../src/plugin-sdk/index.js';
 import { MESSAGE_RECEIVED, MESSAGE_STATUS, recordChatEvent } from './events.js';
 import { workspaceOfNumber } from './settings.js';
-import { chatConversations, chatEarlyStatuses, chatMessages } from './tables.js';
+import {
+  chatConversations,
+  chatEarlyStatuses,
+  chatMessages,
+  chatRefusedInbound,
+} from './tables.js';
+
+/** Messages and statuses one payload may carry; those past it are recorded, not stored. */
+export const PAYLOAD_ITEMS_MAX = 1000;
+/** Items stored in one transaction: no payload holds a transaction longer than this many. */
+export const BATCH_ITEMS = 100;
+/** Statuses waiting for their reply, per workspace; one past it is dropped. */
+export const EARLY_STATUSES_MAX = 1000;
+/** How long a status waits for its reply before housekeeping forgets it. */
+export const EARLY_STATUS_TTL_MS = 60 * 60 * 1000;
+/** Refused items an admin can read, per workspace: the newest are kept. */
+export const REFUSED_KEPT = 1000;
+/** How long a refused item is kept before housekeeping forgets it. */
+export const REFUSED_TTL_MS = 30 * 24 * 60 * 60 * 1000;
+/** Characters of a platform id or a peer a refused record keeps. */
+const REFUSED_ID_MAX = 200;
 
 type Json = Record<string, unknown>;
 
 const isObject = (value: unknown): value is Json =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 const objects = (value: unknown): Json[] => (Array.isArray(value) ? value.filter(isObject) : []);
-const text = (value: unknown): string =>
-  typeof value === 'string' ? value.replaceAll('\u0000', '').toWellFormed() : '';
+// Items reach the readers below only once `itemProblem` passed them: their strings are valid.
+const text = (value: unknown): string => (typeof value === 'string' ? value : '');
 
 /** The changes of a payload, or null when it is not one the platform sends. */
 export function changesOf(payload: unknown): Json[] | null {
@@ -123,50 +150,250 @@ export interface Stored {
   messages: number;
   redelivered: number;
   statuses: number;
+  /** Items for a number no workspace takes (or a workspace past its grace): dropped. */
+  dropped: number;
+  /** Items recorded in chat_refused_inbound instead of stored. */
   refused: number;
+  /** Statuses for unknown replies dropped because the workspace's waiting ones are full. */
+  earlyDropped: number;
   media: boolean;
 }
 
-/** Stores a payload's messages and statuses in one transaction. */
+/** One message or status of a payload, with the workspace it is for. */
+interface Item {
+  workspaceId: string;
+  number: string;
+  /** `payload` stands for the items past a payload's cap, in the refused record only. */
+  kind: 'message' | 'status' | 'payload';
+  raw: Json;
+  /** The profile name the payload gives a message's sender. */
+  profileName?: string;
+}
+
+/** Why an item is not stored, as an admin reads it. */
+interface Refusal {
+  reason: string;
+  detail: string;
+}
+
+/**
+ * The caps of a message's or a status's strings: the graph's rule for outside text
+ * (`valueProblem`), with the platform ids held to the identifier cap.
+ */
+const ITEM_CAPS = {
+  maxLength: DEFAULT_TEXT_MAX,
+  maxLengths: {
+    id: TEXT_MAX.identifier,
+    from: TEXT_MAX.identifier,
+    recipient_id: TEXT_MAX.identifier,
+  },
+};
+
+function itemProblem(item: Item): Refusal | null {
+  const problem = valueProblem(item.raw, ITEM_CAPS);
+  if (problem) return { reason: problem.reason, detail: problem.at };
+  if (item.kind === 'message' && !(text(item.raw.id) && text(item.raw.from))) {
+    return { reason: 'message_incomplete', detail: text(item.raw.id) ? 'from' : 'id' };
+  }
+  return null;
+}
+
+/**
+ * SQLSTATE classes that describe the data, not the database's state: a data exception (22)
+ * or a program limit (54) fails the same way on every redelivery, so the item is refused.
+ */
+function unstorable(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && (code.startsWith('22') || code.startsWith('54'));
+}
+
+/**
+ * Stores a payload's messages and statuses, BATCH_ITEMS to a transaction and at most
+ * PAYLOAD_ITEMS_MAX of them. An item that fails the text rules, or that the database or
+ * the contacts refuse for what it holds, is recorded with its reason in its workspace's
+ * chat_refused_inbound; everything else is stored. Only a failure of the database itself
+ * throws (the webhook answers 500 and the platform delivers again): what a batch already
+ * stored is found again by its platform id, so a redelivery stores each item once.
+ */
 export async function storePayload(ctx: RouteContext, changes: Json[]): Promise<Stored> {
-  const stored: Stored = { messages: 0, redelivered: 0, statuses: 0, refused: 0, media: false };
-  // The workspace of each number, asked once a payload and outside the transaction.
+  const stored: Stored = { ...zero };
+  // The workspace of each number, asked once a payload and outside the transactions.
   const workspaces = new Map<string, string | null>();
+  const items: Item[] = [];
   for (const value of changes) {
     const number = isObject(value.metadata) ? text(value.metadata.phone_number_id) : '';
-    if (!number || workspaces.has(number)) continue;
-    const workspaceId = await workspaceOfNumber(ctx.database.db, ctx.config, number);
-    const accepted = workspaceId !== null && (await acceptChannelDelivery(ctx, workspaceId));
-    workspaces.set(number, accepted ? workspaceId : null);
-  }
-  await ctx.database.db.transaction(async (tx) => {
-    for (const value of changes) {
-      const number = isObject(value.metadata) ? text(value.metadata.phone_number_id) : '';
-      const workspaceId = workspaces.get(number);
-      if (!workspaceId) {
-        stored.refused += objects(value.messages).length + objects(value.statuses).length;
-        continue;
-      }
-      const names = new Map(
-        objects(value.contacts).map((contact) => [
-          text(contact.wa_id),
-          isObject(contact.profile) ? text(contact.profile.name) : '',
-        ]),
-      );
-      for (const message of objects(value.messages)) {
-        const read = readMessage(message);
-        if (!read) continue;
-        const outcome = await storeMessage(tx, workspaceId, number, read, names.get(read.from));
-        if (outcome === 'redelivered') stored.redelivered += 1;
-        else stored.messages += 1;
-        if (outcome === 'stored' && read.media) stored.media = true;
-      }
-      for (const status of objects(value.statuses)) {
-        if (await storeStatus(tx, workspaceId, status)) stored.statuses += 1;
-      }
+    if (number && !workspaces.has(number)) {
+      const workspaceId = await workspaceOfNumber(ctx.database.db, ctx.config, number);
+      const accepted = workspaceId !== null && (await acceptChannelDelivery(ctx, workspaceId));
+      workspaces.set(number, accepted ? workspaceId : null);
     }
-  });
+    const workspaceId = workspaces.get(number);
+    if (!workspaceId) {
+      stored.dropped += objects(value.messages).length + objects(value.statuses).length;
+      continue;
+    }
+    const names = new Map<unknown, unknown>(
+      objects(value.contacts).map((contact) => [
+        contact.wa_id,
+        isObject(contact.profile) ? contact.profile.name : '',
+      ]),
+    );
+    for (const raw of objects(value.messages)) {
+      const name = names.get(raw.from);
+      items.push({
+        workspaceId,
+        number,
+        kind: 'message',
+        raw,
+        profileName: typeof name === 'string' ? name : '',
+      });
+    }
+    for (const raw of objects(value.statuses)) {
+      items.push({ workspaceId, number, kind: 'status', raw });
+    }
+  }
+  const over = items.splice(PAYLOAD_ITEMS_MAX);
+  for (let start = 0; start < items.length; start += BATCH_ITEMS) {
+    await storeBatch(ctx, items.slice(start, start + BATCH_ITEMS), stored);
+  }
+  if (over.length > 0) {
+    // One record a workspace for everything past the cap: the table stays bounded.
+    const firstOf = new Map<string, Item>();
+    for (const item of over)
+      if (!firstOf.has(item.workspaceId)) firstOf.set(item.workspaceId, item);
+    const detail = `${over.length} items past the first ${PAYLOAD_ITEMS_MAX}`;
+    await ctx.database.db.transaction((tx) =>
+      recordRefused(
+        tx,
+        [...firstOf.values()].map((item) => [
+          { ...item, kind: 'payload' },
+          { reason: 'payload_too_many_items', detail },
+        ]),
+      ),
+    );
+    stored.refused += over.length;
+  }
   return stored;
+}
+
+/** Why the database or the contacts refused an item, or null when the failure is not its. */
+function refusalOf(error: unknown): Refusal | null {
+  if (isAppError(error)) return { reason: error.reason, detail: '' };
+  if (unstorable(error)) return { reason: 'value_unstorable', detail: '' };
+  return null;
+}
+
+/**
+ * One batch in one transaction, the refused items recorded in it. Should the database or
+ * the contacts refuse an item that passed the text rules, the batch is rolled back and
+ * stored again one item a transaction, so that item alone is recorded: the common case
+ * pays for no savepoints.
+ */
+async function storeBatch(ctx: RouteContext, batch: readonly Item[], stored: Stored) {
+  let tally: Stored = { ...zero };
+  try {
+    await ctx.database.db.transaction(async (tx) => {
+      tally = { ...zero };
+      const refused: [Item, Refusal][] = [];
+      for (const item of batch) {
+        const problem = itemProblem(item);
+        if (problem) refused.push([item, problem]);
+        else await storeItem(tx, item, tally);
+      }
+      await recordRefused(tx, refused);
+      tally.refused += refused.length;
+    });
+  } catch (error) {
+    if (!refusalOf(error)) throw error;
+    tally = { ...zero };
+    for (const item of batch) await storeAlone(ctx, item, tally);
+  }
+  add(stored, tally);
+}
+
+/** One item in its own transaction; refused, it is recorded in another. */
+async function storeAlone(ctx: RouteContext, item: Item, tally: Stored): Promise<void> {
+  let refusal = itemProblem(item);
+  if (!refusal) {
+    try {
+      await ctx.database.db.transaction((tx) => storeItem(tx, item, tally));
+      return;
+    } catch (error) {
+      refusal = refusalOf(error);
+      if (!refusal) throw error;
+      ctx.log.warn({ err: error, kind: item.kind }, 'chat inbound item refused');
+    }
+  }
+  await ctx.database.db.transaction((tx) => recordRefused(tx, [[item, refusal]]));
+  tally.refused += 1;
+}
+
+const zero = {
+  messages: 0,
+  redelivered: 0,
+  statuses: 0,
+  dropped: 0,
+  refused: 0,
+  earlyDropped: 0,
+  media: false,
+} satisfies Stored;
+
+/** Adds a batch's counts to the payload's. */
+function add(stored: Stored, tally: Stored): void {
+  stored.messages += tally.messages;
+  stored.redelivered += tally.redelivered;
+  stored.statuses += tally.statuses;
+  stored.refused += tally.refused;
+  stored.earlyDropped += tally.earlyDropped;
+  stored.media ||= tally.media;
+}
+
+/** Stores one checked item. */
+async function storeItem(tx: Db, item: Item, stored: Stored): Promise<void> {
+  if (item.kind === 'status') {
+    const outcome = await storeStatus(tx, item.workspaceId, item.raw);
+    if (outcome === 'applied') stored.statuses += 1;
+    else if (outcome === 'dropped') stored.earlyDropped += 1;
+    return;
+  }
+  const read = readMessage(item.raw)!;
+  const outcome = await storeMessage(tx, item.workspaceId, item.number, read, item.profileName);
+  if (outcome === 'redelivered') stored.redelivered += 1;
+  else stored.messages += 1;
+  if (outcome === 'stored' && read.media) stored.media = true;
+}
+
+/**
+ * Records refused items (once each: a redelivery finds them recorded) and trims each
+ * workspace's records to the newest REFUSED_KEPT.
+ */
+async function recordRefused(tx: Db, refused: readonly [Item, Refusal][]): Promise<void> {
+  if (refused.length === 0) return;
+  const rows = refused.map(([item, refusal]) => ({
+    workspaceId: item.workspaceId,
+    kind: item.kind,
+    platformId: printable(outsideString(item.raw.id), REFUSED_ID_MAX),
+    peer: printable(outsideString(item.raw.from ?? item.raw.recipient_id), REFUSED_ID_MAX),
+    reason: refusal.reason,
+    detail: printable(refusal.detail, REFUSED_ID_MAX),
+  }));
+  await tx.insert(chatRefusedInbound).values(rows).onConflictDoNothing();
+  for (const workspaceId of new Set(rows.map((row) => row.workspaceId))) {
+    await tx.execute(sql`
+      delete from chat_refused_inbound
+       where workspace_id = ${workspaceId}
+         and id in (select id from chat_refused_inbound
+                     where workspace_id = ${workspaceId}
+                     order by created_at desc, id desc
+                    offset ${REFUSED_KEPT})`);
+  }
+}
+
+/** A platform value as text for a record, whatever JSON type it came as. */
+function outsideString(value: unknown): string {
+  if (typeof value === 'string') return value;
+  if (typeof value === 'number') return String(value);
+  return '';
 }
 
 /** One inbound message: its contact, its conversation, the row and its event. */
@@ -267,24 +494,46 @@ function explanationOf(status: Json): StatusError {
 
 /**
  * A reply's delivery status: applied only when it moves the reply forward. One for a reply
- * not stored yet (its send's answer is still being written) waits in chat_early_statuses.
+ * not stored yet (its send's answer is still being written) waits in chat_early_statuses,
+ * unless EARLY_STATUSES_MAX of the workspace's already wait: then it is dropped (a later
+ * status moves the reply all the same).
  */
-async function storeStatus(tx: Db, workspaceId: string, status: Json): Promise<boolean> {
+async function storeStatus(
+  tx: Db,
+  workspaceId: string,
+  status: Json,
+): Promise<'applied' | 'ignored' | 'waiting' | 'dropped'> {
   const externalId = text(status.id);
   const next = text(status.status);
-  if (!externalId || !(next in STATUS_RANK) || next === 'accepted') return false;
+  if (!externalId || !(next in STATUS_RANK) || next === 'accepted') return 'ignored';
   const statusError = next === 'failed' ? explanationOf(status) : null;
-  if (await applyStatus(tx, workspaceId, externalId, next, statusError)) return true;
+  if (await applyStatus(tx, workspaceId, externalId, next, statusError)) return 'applied';
   const [reply] = await tx
     .select({ id: chatMessages.id })
     .from(chatMessages)
     .where(and(eq(chatMessages.workspaceId, workspaceId), eq(chatMessages.externalId, externalId)));
-  if (reply) return false; // known, and already further along
-  await tx
-    .insert(chatEarlyStatuses)
-    .values({ workspaceId, externalId, status: next, statusError })
-    .onConflictDoNothing();
-  return false;
+  if (reply) return 'ignored'; // known, and already further along
+  // One statement, so the count and the insert see the same rows.
+  const waiting = await tx.execute(sql`
+    insert into chat_early_statuses (workspace_id, external_id, status, status_error)
+    select ${workspaceId}, ${externalId}, ${next}, ${statusError === null ? null : JSON.stringify(statusError)}::jsonb
+     where (select count(*) from (select 1 from chat_early_statuses
+                                   where workspace_id = ${workspaceId}
+                                   limit ${EARLY_STATUSES_MAX}) held) < ${EARLY_STATUSES_MAX}
+    on conflict do nothing
+    returning 1`);
+  if (waiting.length > 0) return 'waiting';
+  const [already] = await tx
+    .select({ status: chatEarlyStatuses.status })
+    .from(chatEarlyStatuses)
+    .where(
+      and(
+        eq(chatEarlyStatuses.workspaceId, workspaceId),
+        eq(chatEarlyStatuses.externalId, externalId),
+        eq(chatEarlyStatuses.status, next),
+      ),
+    );
+  return already ? 'waiting' : 'dropped';
 }
 
 /** Moves a stored reply to `next` if that is forward, recording the conversation's event. */
@@ -340,3 +589,27 @@ export async function applyEarlyStatuses(
     await applyStatus(tx, workspaceId, externalId, status.status, status.statusError ?? null);
   }
 }
+
+/** Housekeeping's share of the chat tables: what waited or was refused too long goes. */
+export const chatSweeps: PluginSweep[] = [
+  {
+    name: 'early statuses',
+    run: async (db) =>
+      (
+        await db.execute(sql`
+          delete from chat_early_statuses
+           where created_at < now() - make_interval(secs => ${EARLY_STATUS_TTL_MS / 1000})
+          returning 1`)
+      ).length,
+  },
+  {
+    name: 'refused inbound items',
+    run: async (db) =>
+      (
+        await db.execute(sql`
+          delete from chat_refused_inbound
+           where created_at < now() - make_interval(secs => ${REFUSED_TTL_MS / 1000})
+          returning 1`)
+      ).length,
+  },
+];

@@ -2,6 +2,7 @@
 // platform — its webhook pair, replies, delivery statuses and media (docs/chat.md).
 import { definePlugin, registerChannel } from '../../src/plugin-sdk/index.js';
 import { CHAT_EVENTS, CHAT_SUBJECT_KEY } from './events.js';
+import { chatSweeps } from './inbound.js';
 import { startMediaWorker, type MediaWorker } from './media.js';
 import { mediaRoute } from './media-route.js';
 import { webhookRoutes } from './webhook.js';
@@ -42,6 +43,7 @@ export default definePlugin({
     chat_token_required: { code: 'VALIDATION', message: 'an access token is required' },
   },
   routes: [...webhookRoutes, mediaRoute],
+  sweeps: chatSweeps,
   start(runtime) {
     mediaWorker = startMediaWorker(runtime);
   },

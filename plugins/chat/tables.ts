@@ -126,6 +126,8 @@ export const chatMessages = pgTable(
 /**
  * A status the platform reported for a reply this service has not stored yet: the platform
  * can report `sent` before the send's own answer is written. Applied when the reply is.
+ * Bounded per workspace and expired by housekeeping (docs/limits.md, "Tables fed from
+ * outside").
  */
 export const chatEarlyStatuses = pgTable(
   'chat_early_statuses',
@@ -136,7 +138,43 @@ export const chatEarlyStatuses = pgTable(
     statusError: jsonb().$type<{ code: number | null; title: string; details: string | null }>(),
     createdAt: createdAt(),
   },
-  (t) => [primaryKey({ columns: [t.workspaceId, t.externalId, t.status] })],
+  (t) => [
+    primaryKey({ columns: [t.workspaceId, t.externalId, t.status] }),
+    // Housekeeping's expiry, across workspaces.
+    index('chat_early_statuses_created_idx').on(t.createdAt),
+  ],
+);
+
+/**
+ * An inbound item the service could not store (a message whose text holds a NUL, a sender
+ * id past the identifier cap…), kept so an admin sees what was dropped and why. The
+ * platform's ids are stored `printable`. Bounded per workspace and expired by housekeeping.
+ */
+export const chatRefusedInbound = pgTable(
+  'chat_refused_inbound',
+  {
+    ...workspaceOwned(),
+    /** `message`, `status`, or `payload` for the items past a payload's cap. */
+    kind: text().notNull(),
+    /** The platform's id of the item (`wamid.…`); empty when it gave none. */
+    platformId: text().notNull(),
+    /** The message's sender or the status's recipient; empty when it gave none. */
+    peer: text().notNull(),
+    /** Why: `text_invalid`, `text_too_long`, `value_too_deep`, `message_incomplete`… */
+    reason: text().notNull(),
+    /** Where in the item, or what more the reason needs: `text.body`, `from`. */
+    detail: text().notNull(),
+    createdAt: createdAt(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.workspaceId, t.id] }),
+    // A redelivered payload records its refusals once.
+    uniqueIndex('chat_refused_inbound_item_key').on(t.workspaceId, t.kind, t.platformId),
+    // The admin's list, newest first, and the trim to the newest kept.
+    index('chat_refused_inbound_recent_idx').on(t.workspaceId, t.createdAt, t.id),
+    // Housekeeping's expiry, across workspaces.
+    index('chat_refused_inbound_created_idx').on(t.createdAt),
+  ],
 );
 
 /** A stored media file's bytes, apart from the message so reading a thread never loads them. */
@@ -165,3 +203,4 @@ export const chatMedia = pgTable(
 export type ChatConnection = typeof chatConnections.$inferSelect;
 export type ChatConversation = typeof chatConversations.$inferSelect;
 export type ChatMessage = typeof chatMessages.$inferSelect;
+export type ChatRefusedInbound = typeof chatRefusedInbound.$inferSelect;

@@ -118,6 +118,16 @@ function label(text: string): string {
   return checkText(trimmed, 'label', LABEL_MAX);
 }
 
+/**
+ * What two options of one field may not share (docs/fields.md, "Select options"): the same
+ * text once compatibility forms are folded (NFKC: fullwidth ａ is a, ﬁ is fi) and case
+ * ignored. Letters of different scripts that look alike (Latin a, Cyrillic а) stay distinct
+ * options: see docs/decisions.md.
+ */
+export function optionKey(option: string): string {
+  return option.normalize('NFKC').toLowerCase();
+}
+
 /** Options and currency: only the kinds that take them, each checked. */
 function kindSettings(
   input: SubFieldInput,
@@ -132,13 +142,16 @@ function kindSettings(
   }
   if (selects) {
     if (!givenOptions || givenOptions.length === 0) throw refuse('field_options_required');
-    const options = givenOptions.map((option) => option.trim());
+    // Stored composed (NFC): é typed as e + ◌́ is the é another keyboard types.
+    const options = givenOptions.map((option) => option.trim().normalize('NFC'));
     const seen = new Set<string>();
     for (const option of options) {
-      if (option === '' || [...option].length > OPTION_MAX || seen.has(option)) {
+      const key = optionKey(option);
+      if (option === '' || [...option].length > OPTION_MAX || seen.has(key)) {
         throw refuse('field_option_invalid', { option });
       }
-      seen.add(checkText(option, 'options', OPTION_MAX));
+      seen.add(key);
+      checkText(option, 'options', OPTION_MAX);
     }
     return { options };
   }

@@ -79,8 +79,8 @@ export function judgeValue(spec: KindSpec, raw: unknown): Judged {
       return at ? ok(at) : mismatch;
     }
     case 'select': {
-      const option = typeof raw === 'string' ? raw.trim() : null;
-      return option !== null && spec.options?.includes(option) ? ok(option) : mismatch;
+      const option = typeof raw === 'string' ? optionOf(raw, spec.options ?? []) : undefined;
+      return option !== undefined ? ok(option) : mismatch;
     }
     case 'multi_select':
       return judgeOptions(raw, spec.options ?? []);
@@ -151,13 +151,22 @@ function dateTime(text: string): string | null {
   return Number.isNaN(at.getTime()) ? null : at.toISOString();
 }
 
+/**
+ * The defined option `raw` names: the same text once both are composed (NFC), so a value
+ * typed decomposed still matches. Stored as the definition spells it.
+ */
+function optionOf(raw: string, options: readonly string[]): string | undefined {
+  const wanted = raw.trim().normalize('NFC');
+  return options.find((option) => option.normalize('NFC') === wanted);
+}
+
 /** A list of distinct options, stored in the definition's order; empty is blank. */
 function judgeOptions(raw: unknown, options: readonly string[]): Judged {
   if (!Array.isArray(raw)) return mismatch;
   const chosen = new Set<string>();
   for (const item of raw) {
-    const option = typeof item === 'string' ? item.trim() : null;
-    if (option === null || !options.includes(option)) return mismatch;
+    const option = typeof item === 'string' ? optionOf(item, options) : undefined;
+    if (option === undefined) return mismatch;
     chosen.add(option);
   }
   return chosen.size === 0 ? ok(null) : ok(options.filter((option) => chosen.has(option)));

@@ -1,29 +1,83 @@
+import { sql } from 'drizzle-orm';
 import type { Config } from '../config.js';
 import type { Database } from '../db/client.js';
 import type { Logger } from '../log.js';
+import type { PluginSweep } from '../plugin-host/definition.js';
+import type { LoadedPlugin } from '../plugin-host/host.js';
 import { LOGIN_FAILURES } from './login.js';
 import { deleteOldAttempts } from './rate-limit.js';
 import { deleteExpiredSessions } from './sessions.js';
 
 const HOUR_MS = 60 * 60 * 1000;
 
-/**
- * SPEC 5: expired sessions are removed hourly, with attempts no window counts any more.
- * Every process runs it; the deletes are idempotent, so several at once do no harm.
- */
-export function startHousekeeping(config: Config, database: Database, log: Logger): () => void {
+export interface HousekeepingDeps {
+  config: Config;
+  database: Database;
+  log: Logger;
+  /** Their `sweeps` run after the core's (docs/plugins.md, "Sweeps"). */
+  plugins?: readonly LoadedPlugin[];
+}
+
+/** The core's sweeps and every loaded plugin's, each named `<plugin>: <name>` for the log. */
+function sweepsOf({ config, plugins = [] }: HousekeepingDeps): PluginSweep[] {
   const keepAttemptsMs = Math.max(LOGIN_FAILURES.windowMs, config.invitations.resetTtlMs);
-  const run = async () => {
+  return [
+    { name: 'sessions', run: (db) => deleteExpiredSessions(db) },
+    {
+      name: 'attempts',
+      // Not counted: the delete answers no rows (attempts can be many).
+      run: async (db) => {
+        await deleteOldAttempts(db, keepAttemptsMs);
+        return 0;
+      },
+    },
+    {
+      // Expired and past the cooldown, a reset link counts for nothing: not live, and too
+      // old to hold back another mail. Requests for an address add them (SVC_RESET_LINKS).
+      name: 'reset links',
+      run: async (db) =>
+        (
+          await db.execute(sql`
+            delete from password_resets
+             where expires_at < now() - make_interval(secs => ${config.invitations.resetCooldownMs / 1000})
+            returning 1`)
+        ).length,
+    },
+    ...plugins.flatMap((plugin) =>
+      (plugin.definition?.sweeps ?? []).map((sweep) => ({
+        name: `${plugin.manifest.id}: ${sweep.name}`,
+        run: sweep.run,
+      })),
+    ),
+  ];
+}
+
+/**
+ * One round of housekeeping: every sweep once, each on its own so one failing leaves the
+ * others run. Answers the rows each removed (absent when it failed).
+ */
+export async function runHousekeeping(deps: HousekeepingDeps): Promise<Record<string, number>> {
+  const removed: Record<string, number> = {};
+  for (const sweep of sweepsOf(deps)) {
     try {
-      const sessions = await deleteExpiredSessions(database.db);
-      await deleteOldAttempts(database.db, keepAttemptsMs);
-      if (sessions > 0) log.info({ sessions }, 'expired sessions removed');
+      removed[sweep.name] = await sweep.run(deps.database.db);
     } catch (error) {
-      log.warn({ err: error }, 'housekeeping failed; next try in an hour');
+      deps.log.warn({ err: error, sweep: sweep.name }, 'housekeeping failed; next try in an hour');
     }
-  };
-  void run();
-  const timer = setInterval(() => void run(), HOUR_MS);
+  }
+  const busy = Object.fromEntries(Object.entries(removed).filter(([, count]) => count > 0));
+  if (Object.keys(busy).length > 0) deps.log.info({ removed: busy }, 'expired rows removed');
+  return removed;
+}
+
+/**
+ * SPEC 5: expired sessions are removed hourly, with attempts no window counts any more and
+ * whatever the plugins' sweeps expire. Every process runs it; the deletes are idempotent,
+ * so several at once do no harm.
+ */
+export function startHousekeeping(deps: HousekeepingDeps): () => void {
+  void runHousekeeping(deps);
+  const timer = setInterval(() => void runHousekeeping(deps), HOUR_MS);
   timer.unref();
   return () => clearInterval(timer);
 }

@@ -23,13 +23,7 @@ import {
 } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import { refuse, refusePlugin, type AppError } from '../errors.js';
-import {
-  DEFAULT_LIST_MAX,
-  DEFAULT_TEXT_MAX,
-  DEPTH_MAX,
-  isValidText,
-  longerThan,
-} from '../limits.js';
+import { DEFAULT_LIST_MAX, DEFAULT_TEXT_MAX, DEPTH_MAX, textProblem } from '../limits.js';
 
 /** What an argument or input field declares in `extensions.limits` (docs/limits.md). */
 export interface InputLimits {
@@ -367,6 +361,9 @@ function anyRefusal(
   const entries = Array.isArray(value) ? value.entries() : Object.entries(value);
   for (const [key, item] of entries) {
     const where = typeof key === 'number' ? indexed(site, key) : named(site, key);
+    // A key is text from outside too: a plugin may repeat it (`no field named …`) or store it.
+    const keyRefusal = typeof key === 'string' ? textRefusal(key, limits, site) : null;
+    if (keyRefusal) return keyRefusal;
     const refusal = anyRefusal(item, limits, where, depth + 1);
     if (refusal) return refusal;
   }
@@ -374,14 +371,15 @@ function anyRefusal(
 }
 
 function textRefusal(text: string, limits: InputLimits | undefined, site: Site): Refusal | null {
-  if (!isValidText(text)) {
+  // The one rule for outside text (src/limits.ts), which inbound platform data meets too.
+  const problem = textProblem(text, limits?.maxLength ?? DEFAULT_TEXT_MAX);
+  if (!problem) return null;
+  if (problem.reason === 'text_invalid') {
     return () => refuse('text_invalid', {}, at(site, `${site.name} is not valid text`));
   }
-  const max = limits?.maxLength ?? DEFAULT_TEXT_MAX;
-  if (!longerThan(text, max)) return null;
-  const message = `${site.name} may be at most ${max} characters`;
+  const message = `${site.name} may be at most ${problem.max} characters`;
   const reason = limits?.tooLong ?? 'text_too_long';
-  return () => refusePlugin(reason, { max }, at(site, message));
+  return () => refusePlugin(reason, { max: problem.max }, at(site, message));
 }
 
 function listRefusal(max: number, site: Site): Refusal {

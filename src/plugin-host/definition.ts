@@ -1,6 +1,6 @@
 import type { Config } from '../config.js';
 import type { Actor } from '../context.js';
-import type { Database } from '../db/client.js';
+import type { Database, Db } from '../db/client.js';
 import type { ErrorCode, Meta } from '../errors.js';
 import type { Logger } from '../log.js';
 
@@ -41,6 +41,18 @@ export interface PluginRuntime {
   log: Logger;
 }
 
+/**
+ * A plugin's share of housekeeping (docs/plugins.md, "Sweeps"): every table a plugin fills
+ * from outside has a bound or an expiry, and an expiry is a sweep. Every process runs each
+ * sweep at start and hourly, so it must be idempotent; one failing leaves the others run.
+ */
+export interface PluginSweep {
+  /** Names the sweep in the log line: `early statuses`. */
+  name: string;
+  /** Deletes what has expired; answers how many rows went. */
+  run(db: Db): Promise<number>;
+}
+
 export interface ReasonDeclaration {
   code: ErrorCode;
   message: string | ((meta: Meta) => string);
@@ -78,6 +90,8 @@ export interface PluginDefinition {
    * GET and HEAD and `<area>:write` otherwise, checked before the plugin sees the request.
    */
   routeArea?: string;
+  /** Deletes of expired rows housekeeping runs hourly in every process. */
+  sweeps?: PluginSweep[];
   /** Called once the server's migrations ran, before it takes requests. */
   start?(runtime: PluginRuntime): void | Promise<void>;
   /** Called at shutdown, bounded by SVC_SHUTDOWN_STOP_GRACE. */

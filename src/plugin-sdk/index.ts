@@ -12,6 +12,7 @@ export type {
   PluginDefinition,
   PluginRoute,
   PluginRuntime,
+  PluginSweep,
   ReasonDeclaration,
   RouteContext,
 } from '../plugin-host/definition.js';
@@ -134,8 +135,25 @@ export {
   PASSWORD,
 } from '../graph/costs.js';
 export { checkText, TEXT_MAX, DEFAULT_TEXT_MAX, DEFAULT_LIST_MAX } from '../limits.js';
+/**
+ * Text from outside that is not a graph argument (a platform's payload, a file's cells):
+ * judged by the graph's own rule, answering the reason instead of throwing, so a receiver
+ * stores what passes and records why the rest did not (docs/plugins.md, "Outside text").
+ */
+export { textProblem, valueProblem, type TextProblem, type ValueProblem } from '../limits.js';
 export { extendCoreType, type CoreParent, type CoreFieldBuilder } from './extend.js';
-export { AppError, refusePlugin as refuse, type ErrorCode, type Meta } from '../errors.js';
+export {
+  AppError,
+  refusePlugin as refuse,
+  isAppError,
+  type ErrorCode,
+  type Meta,
+} from '../errors.js';
+/**
+ * Outside text as a message, a log line or a stored record repeats it: control characters
+ * and unpaired surrogates escaped, cut to a cap (every reason's message and meta already is).
+ */
+export { printable } from '../errors.js';
 export { workspaceOwned, createdAt } from '../db/columns.js';
 export { pluginDrizzleConfig } from './drizzle-config.js';
 /**

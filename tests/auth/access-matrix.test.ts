@@ -80,6 +80,7 @@ const expectedRules: Record<string, Expected> = {
   'Mutation.importSetMapping': { scope: 'imports:write' },
   'Mutation.importCommit': { scope: 'imports:write' },
   'Query.chatConversations': { scope: 'chat:read' },
+  'Query.chatRefusedInbound': { scope: 'chat:read', capability: 'manage_chat' },
   'Query.chatConversation': { scope: 'chat:read' },
   'Mutation.chatSendMessage': { scope: 'chat:write' },
   'Mutation.chatConnect': { scope: 'chat:write', capability: 'manage_chat' },
