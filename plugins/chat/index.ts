@@ -2,7 +2,7 @@
 // platform — its webhook pair, replies, delivery statuses and media (docs/chat.md).
 import { definePlugin, registerChannel } from '../../src/plugin-sdk/index.js';
 import { CHAT_EVENTS, CHAT_SUBJECT_KEY } from './events.js';
-import { startMediaWorker, type MediaWorker } from './media.js';
+import { mediaJob } from './media.js';
 import { mediaRoute } from './media-route.js';
 import { webhookRoutes } from './webhook.js';
 import './graph.js';
@@ -12,8 +12,6 @@ export const MANAGE_CHAT = 'manage_chat';
 
 // A contact's platform id (its `wa_id`): it arrives from the platform, never from the graph.
 registerChannel({ name: 'chat', writable: false });
-
-let mediaWorker: MediaWorker | null = null;
 
 const conflict = (message: string) => ({ code: 'CONFLICT' as const, message });
 
@@ -42,11 +40,6 @@ export default definePlugin({
     chat_token_required: { code: 'VALIDATION', message: 'an access token is required' },
   },
   routes: [...webhookRoutes, mediaRoute],
-  start(runtime) {
-    mediaWorker = startMediaWorker(runtime);
-  },
-  async stop() {
-    await mediaWorker?.stop();
-    mediaWorker = null;
-  },
+  // Inbound media downloads (docs/chat.md "Media").
+  jobs: [mediaJob],
 });
