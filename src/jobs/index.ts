@@ -3,7 +3,14 @@
 // across workspaces and bounded concurrency.
 import { and, eq, lt, sql } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
-import { JobRetry, notifyJobs, type ClaimedJob, type JobContext, type JobKind } from './runner.js';
+import {
+  JobRetry,
+  notifyJobs,
+  stillHeld,
+  type ClaimedJob,
+  type JobContext,
+  type JobKind,
+} from './runner.js';
 import { jobs } from './tables.js';
 
 /** A job of the core table, as its handler gets it. */
@@ -72,15 +79,7 @@ export function defineJob<Payload>(definition: JobDefinition<Payload>): JobKindO
     async run(job, context) {
       await definition.run(job, context);
       // Done: the row goes, unless the attempt's lease ran out and another holds it now.
-      await context.database.db
-        .delete(jobs)
-        .where(
-          and(
-            eq(jobs.workspaceId, job.workspaceId),
-            eq(jobs.id, job.id),
-            eq(jobs.attempts, job.attempt),
-          ),
-        );
+      await context.database.db.delete(jobs).where(stillHeld(kind.storage, job));
     },
   };
   defined.set(definition.kind, kind as never);

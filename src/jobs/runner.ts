@@ -35,8 +35,13 @@ export interface JobStorage<Fields extends Record<string, unknown>> {
   id: PgColumn;
   /** When the row is next due; a claim pushes it a lease ahead. */
   dueAt: PgColumn;
-  /** An integer counted at each claim: the attempt that fences the outcome. */
+  /** The attempts counted so far (with the lease, the fence of an outcome). */
   attempts: PgColumn;
+  /**
+   * When an attempt counts: at its claim (a process that died mid-job used one), or only
+   * once it ended (what a delivery shows: attempts made and answered). @default 'claim'
+   */
+  countAt?: 'claim' | 'outcome';
   /** Retries stop `retry.windowMs` after this instant (the message's arrival, the first attempt). */
   windowFrom: SQL | PgColumn;
   /** The rows still to run (their state column, their kind). */
@@ -66,9 +71,28 @@ export interface JobFailureRecord {
 export type ClaimedJob<Fields> = Fields & {
   workspaceId: string;
   id: string;
-  /** This attempt's number (1 on the first); outcomes are written only while the row holds it. */
+  /** This attempt's number (1 on the first). */
   attempt: number;
+  /** The lease the claim set (the due column's exact value): with `attempt`, the fence. */
+  lease: string;
 };
+
+/**
+ * The row of `storage` that still holds `job`'s claim (its lease and its attempt), so a
+ * runner whose lease ran out never overwrites the outcome of the one that took over.
+ */
+export function stillHeld(
+  storage: Pick<
+    JobStorage<Record<string, unknown>>,
+    'workspaceId' | 'id' | 'dueAt' | 'attempts' | 'pending' | 'countAt'
+  >,
+  job: { workspaceId: string; id: string; attempt: number; lease: string },
+): SQL {
+  const counted = storage.countAt === 'outcome' ? job.attempt - 1 : job.attempt;
+  return sql`${storage.workspaceId} = ${job.workspaceId} and ${storage.id} = ${job.id}
+    and ${storage.pending} and ${storage.attempts} = ${counted}
+    and ${storage.dueAt} = ${job.lease}::timestamptz`;
+}
 
 export interface JobContext {
   database: Database;
@@ -158,17 +182,19 @@ export async function claimJobs<Fields extends Record<string, unknown>>(
   const name = columnName;
   const order = sql`${s.dueAt}, ${s.id}`;
   const grouped = s.group !== undefined && options.groupCap !== undefined;
+  const byClaim = s.countAt !== 'outcome';
+  // A group's rows beyond its room are left out before the workspaces are ranked, so
+  // they never take a workspace's turn.
   const groupRank = grouped
     ? sql`, ${s.group}::text as g,
         row_number() over (partition by ${s.workspaceId}, ${s.group} order by ${order}) as gnth`
-    : sql``;
-  const groupJoin = grouped
-    ? sql`left join ${unnest(options.runningGroups, 'text')} as gu(g, used) on gu.g = r.g`
-    : sql``;
-  const groupRoom = grouped ? sql`and r.gnth <= ${options.groupCap} - coalesce(gu.used, 0)` : sql``;
+    : sql`, null::text as g, 1 as gnth`;
+  const groupUsed = grouped
+    ? unnest(options.runningGroups, 'text')
+    : sql`(select null::text, 0 where false)`;
   const sets = [
     sql`${name(s.dueAt)} = now() + ${options.leaseMs} * interval '1 millisecond'`,
-    sql`${name(s.attempts)} = ${s.attempts} + 1`,
+    ...(byClaim ? [sql`${name(s.attempts)} = ${s.attempts} + 1`] : []),
     ...Object.entries(s.onClaim ?? {}).map(
       ([column, value]) => sql`${sql.identifier(column)} = ${value}`,
     ),
@@ -177,17 +203,19 @@ export async function claimJobs<Fields extends Record<string, unknown>>(
     ([key, value]) => sql`${value} as ${sql.identifier(key)}`,
   );
   const rows = (await db.execute(sql`
-    with ranked as (
-      select ${s.workspaceId} as w, ${s.id} as i, ${s.dueAt} as due,
-        row_number() over (partition by ${s.workspaceId} order by ${order}) as nth
-        ${groupRank}
+    with due_rows as (
+      select ${s.workspaceId} as w, ${s.id} as i, ${s.dueAt} as due ${groupRank}
       from ${s.table}
       where ${s.pending} and ${s.dueAt} <= now()
+    ), ranked as (
+      select d.w, d.i, d.due, row_number() over (partition by d.w order by d.due, d.i) as nth
+      from due_rows d
+      left join ${groupUsed} as gu(g, used) on gu.g = d.g
+      where d.gnth <= ${grouped ? options.groupCap : 1} - coalesce(gu.used, 0)
     ), picked as (
       select r.w, r.i from ranked r
       left join ${unnest(options.running, 'uuid')} as u(w, used) on u.w = r.w
-      ${groupJoin}
-      where r.nth <= ${options.perWorkspace} - coalesce(u.used, 0) ${groupRoom}
+      where r.nth <= ${options.perWorkspace} - coalesce(u.used, 0)
       order by r.nth + coalesce(u.used, 0), r.due, r.i
       limit ${options.limit}
     ), due as (
@@ -199,7 +227,9 @@ export async function claimJobs<Fields extends Record<string, unknown>>(
     update ${s.table} set ${sql.join(sets, sql`, `)}
     from due
     where ${s.workspaceId} = due.w and ${s.id} = due.i
-    returning ${s.workspaceId} as "workspaceId", ${s.id} as "id", ${s.attempts} as "attempt"
+    returning ${s.workspaceId} as "workspaceId", ${s.id} as "id",
+      ${byClaim ? sql`${s.attempts}` : sql`${s.attempts} + 1`} as "attempt",
+      ${s.dueAt}::text as "lease"
       ${s.group ? sql`, ${s.group}::text as "__group"` : sql``}
       ${fields.length ? sql`, ${sql.join(fields, sql`, `)}` : sql``}`)) as unknown as ClaimedJob<Fields>[];
   return rows;
@@ -221,13 +251,14 @@ export async function recordJobFailure<Fields extends Record<string, unknown>>(
   const s = kind.storage;
   const windowEnd = sql`(${s.windowFrom}) + ${kind.retry.windowMs} * interval '1 millisecond'`;
   const waitMs = kind.retry.delayMs(job.attempt);
+  const count =
+    s.countAt === 'outcome' ? sql`, ${columnName(s.attempts)} = ${s.attempts} + 1` : sql``;
   return db.transaction(async (tx) => {
     const [row] = (await tx.execute(sql`
       update ${s.table}
       set ${columnName(s.dueAt)} = case when now() >= ${windowEnd} then ${s.dueAt}
-        else least(now() + ${waitMs} * interval '1 millisecond', ${windowEnd}) end
-      where ${s.workspaceId} = ${job.workspaceId} and ${s.id} = ${job.id}
-        and ${s.pending} and ${s.attempts} = ${job.attempt}
+        else least(now() + ${waitMs} * interval '1 millisecond', ${windowEnd}) end ${count}
+      where ${stillHeld(s, job)}
       returning now() >= ${windowEnd} as final`)) as unknown as { final: boolean }[];
     if (!row) return 'lost';
     const final = row.final;
