@@ -1,5 +1,6 @@
 import type { Config } from '../config.js';
 import type { Database } from '../db/client.js';
+import { deleteOldFailedJobs } from '../jobs/index.js';
 import type { Logger } from '../log.js';
 import { LOGIN_FAILURES } from './login.js';
 import { deleteOldAttempts } from './rate-limit.js';
@@ -17,6 +18,8 @@ export function startHousekeeping(config: Config, database: Database, log: Logge
     try {
       const sessions = await deleteExpiredSessions(database.db);
       await deleteOldAttempts(database.db, keepAttemptsMs);
+      // Failed background jobs are kept a week for inspection (src/jobs).
+      await deleteOldFailedJobs(database.db);
       if (sessions > 0) log.info({ sessions }, 'expired sessions removed');
     } catch (error) {
       log.warn({ err: error }, 'housekeeping failed; next try in an hour');
