@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { parseEnv } from 'node:util';
 import {
   readChat,
+  readJobs,
   readCommands,
   readFields,
   readGraphLimits,
@@ -52,6 +53,7 @@ export function loadConfig(env: Env): LoadedConfig {
     http: readHttp(reader),
     webhooks: readWebhooks(reader),
     chat: readChat(reader),
+    jobs: readJobs(reader),
     fields: readFields(reader),
     workers: readWorkers(reader),
     commands: readCommands(reader),

@@ -3,7 +3,7 @@
 import { definePlugin, registerChannel } from '../../src/plugin-sdk/index.js';
 import { CHAT_EVENTS, CHAT_SUBJECT_KEY } from './events.js';
 import { chatSweeps } from './inbound.js';
-import { startMediaWorker, type MediaWorker } from './media.js';
+import { mediaJob } from './media.js';
 import { mediaRoute } from './media-route.js';
 import { webhookRoutes } from './webhook.js';
 import './graph.js';
@@ -13,8 +13,6 @@ export const MANAGE_CHAT = 'manage_chat';
 
 // A contact's platform id (its `wa_id`): it arrives from the platform, never from the graph.
 registerChannel({ name: 'chat', writable: false });
-
-let mediaWorker: MediaWorker | null = null;
 
 const conflict = (message: string) => ({ code: 'CONFLICT' as const, message });
 
@@ -44,11 +42,6 @@ export default definePlugin({
   },
   routes: [...webhookRoutes, mediaRoute],
   sweeps: chatSweeps,
-  start(runtime) {
-    mediaWorker = startMediaWorker(runtime);
-  },
-  async stop() {
-    await mediaWorker?.stop();
-    mediaWorker = null;
-  },
+  // Inbound media downloads (docs/chat.md "Media").
+  jobs: [mediaJob],
 });

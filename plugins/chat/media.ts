@@ -1,15 +1,16 @@
 // Inbound media (docs/chat.md, SPEC 3 "Chat media", 8.1, 8.2): each message carrying a file
 // is downloaded from the platform shortly after it arrives and stored in PostgreSQL.
 //
-// The queue is durable: it is the chat_messages rows whose media_state is 'pending', due
-// when media_next_at has passed (chat_messages_media_due_idx). A claim is one statement (one
-// short transaction) that locks due rows FOR UPDATE SKIP LOCKED, counts the attempt and
-// pushes media_next_at ahead by a lease, so no other process takes the same attempt, and a
-// process that dies mid-download leaves the row due again once the lease runs out: nothing
-// outlives a failure (a peer CRM loses attachments for good when its dedup lock does).
-// The lookup and the download run outside any transaction; every outcome is written only
-// while the row still holds the attempt it was claimed with (media_attempts), so a worker
-// whose lease ran out never overwrites the outcome of the one that took over.
+// The downloads are a job kind of the SDK's one runner (docs/plugins.md "Background jobs"),
+// stored in the messages themselves: the chat_messages rows whose media_state is 'pending',
+// due when media_next_at has passed (chat_messages_media_due_idx), media_attempts counting
+// the claims. The runner claims them with a lease (a process that dies mid-download leaves
+// the row due again once the lease runs out: nothing outlives a failure), fairly across
+// workspaces (one workspace's slow downloads never hold every slot), and retries them with
+// a widening wait inside MEDIA_RETRY_WINDOW_MS. The lookup and the download run outside
+// any transaction; every outcome is written only while the row still holds the attempt it
+// was claimed with (media_attempts), so a worker whose lease ran out never overwrites the
+// outcome of the one that took over.
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -19,13 +20,17 @@ import {
   describeOutcome,
   drizzleOver,
   fetchOutbound,
+  JobRetry,
+  wakeJobs,
   type Config,
+  type JobContext,
+  type JobKind,
   type OutboundAnswer,
   type OutboundResult,
-  type PluginRuntime,
 } from '../../src/plugin-sdk/index.js';
 import { MEDIA_SETTLED, recordChatEvent } from './events.js';
 import { lineOf, type ChatLine } from './settings.js';
+import { chatMessages } from './tables.js';
 
 /** pending → stored | too_large | failed; the last three are final. */
 export type MediaState = 'pending' | 'stored' | 'too_large' | 'failed';
@@ -43,9 +48,11 @@ const DOWNLOAD_TIMEOUT_MS = 90_000;
 const DOWNLOAD_STEP_MS = 15_000;
 /** Redirects a download may follow (each hop judged by the address rules). */
 const DOWNLOAD_REDIRECTS = 3;
-/** Downloads in flight at once per process: at most this many capped files in memory. */
-const CONCURRENCY = 2;
-const POLL_MS = 1000;
+/**
+ * Downloads in flight at once per process: at most this many capped files in memory. One
+ * workspace holds at most two of them (the runner's share), so another always finds one.
+ */
+const CONCURRENCY = 3;
 /** media_error holds at most this much text. */
 const ERROR_MAX = 200;
 
@@ -54,21 +61,14 @@ export function mediaRetryDelayMs(attempts: number): number {
   return Math.min(60 * 60_000, 5000 * 2 ** Math.max(0, attempts - 1));
 }
 
-export interface MediaWorker {
-  /** Looks for due media now rather than at the next poll. */
-  wake(): void;
-  /** Stops claiming and waits for the downloads in flight. */
-  stop(): Promise<void>;
-}
-
-let current: MediaWorker | null = null;
+export const MEDIA_JOB = 'chat.media';
 
 /**
- * Wakes this process's media worker (inbound code calls it after storing a message with
+ * Wakes this process's media runner (inbound code calls it after storing a message with
  * media); a no-op while none runs. Other processes find the row at their next poll.
  */
 export function wakeMediaWorker(): void {
-  current?.wake();
+  wakeJobs(MEDIA_JOB);
 }
 
 /** A claimed row: what the attempt needs, and the attempt number that fences its outcome. */
@@ -94,6 +94,28 @@ class MediaFailure extends Error {
   }
 }
 
+const m = chatMessages;
+
+/** The download job: the runner's claim, lease, retries and fairness over chat_messages. */
+export const mediaJob: JobKind<Omit<Claimed, 'workspaceId' | 'id' | 'attempt'>> = {
+  name: MEDIA_JOB,
+  leaseMs: MEDIA_LEASE_MS,
+  concurrency: CONCURRENCY,
+  retry: { delayMs: mediaRetryDelayMs, windowMs: MEDIA_RETRY_WINDOW_MS },
+  storage: {
+    table: m,
+    workspaceId: m.workspaceId,
+    id: m.id,
+    dueAt: m.mediaNextAt,
+    attempts: m.mediaAttempts,
+    windowFrom: m.createdAt,
+    pending: sql`${m.mediaState} = 'pending'`,
+    fields: { conversationId: m.conversationId, mediaId: m.mediaId, mimeType: m.mediaMimeType },
+    recordFailure: (tx, row, failure) => recordFailure(tx, row, failure.error, failure.final),
+  },
+  run: (row, context) => mediaWork(context).attempt(row),
+};
+
 type Outcome =
   | { state: 'stored'; contentType: string; size: number; sha256: string; chunks: Uint8Array[] }
   | { state: 'too_large'; size: number | null; contentType: string | null };
@@ -107,48 +129,10 @@ export function safeContentType(value: unknown): string | null {
     : null;
 }
 
-export function startMediaWorker(runtime: PluginRuntime): MediaWorker {
+/** One attempt's work: lookup, download, and the outcome it writes. */
+function mediaWork(runtime: JobContext) {
   const { config, database, log } = runtime;
   const pool = database.sql;
-  const inFlight = new Set<Promise<void>>();
-  let stopped = false;
-  let claiming = false;
-  let again = false;
-
-  async function claim(limit: number): Promise<Claimed[]> {
-    const rows = await pool<
-      {
-        workspace_id: string;
-        id: string;
-        conversation_id: string;
-        media_id: string | null;
-        media_mime_type: string | null;
-        media_attempts: number;
-      }[]
-    >`
-      with due as (
-        select workspace_id, id from chat_messages
-        where media_state = 'pending' and media_next_at <= now()
-        order by media_next_at
-        limit ${limit}
-        for update skip locked
-      )
-      update chat_messages m
-      set media_next_at = now() + ${MEDIA_LEASE_MS} * interval '1 millisecond',
-          media_attempts = m.media_attempts + 1
-      from due
-      where m.workspace_id = due.workspace_id and m.id = due.id
-      returning m.workspace_id, m.id, m.conversation_id, m.media_id, m.media_mime_type,
-        m.media_attempts`;
-    return rows.map((row) => ({
-      workspaceId: row.workspace_id,
-      id: row.id,
-      conversationId: row.conversation_id,
-      mediaId: row.media_id,
-      mimeType: row.media_mime_type,
-      attempt: row.media_attempts,
-    }));
-  }
 
   async function attempt(row: Claimed): Promise<void> {
     let outcome: Outcome;
@@ -166,8 +150,9 @@ export function startMediaWorker(runtime: PluginRuntime): MediaWorker {
       if (error instanceof MediaFailure && error.final) {
         log.warn({ messageId: row.id, error: message }, 'chat media refused; not retried');
         await settle(row, 'failed', null, null, message);
-      } else await recordFailure(row, message);
-      return;
+        return;
+      }
+      throw new JobRetry(message);
     }
     if (outcome.state === 'too_large') {
       await settle(row, 'too_large', outcome.size, outcome.contentType);
@@ -178,7 +163,7 @@ export function startMediaWorker(runtime: PluginRuntime): MediaWorker {
       await store(row, outcome);
     } catch (error) {
       log.error({ err: error, messageId: row.id }, 'chat media could not be stored');
-      await recordFailure(row, 'storing the file failed');
+      throw new JobRetry('storing the file failed');
     }
   }
 
@@ -297,101 +282,34 @@ export function startMediaWorker(runtime: PluginRuntime): MediaWorker {
     });
   }
 
-  /**
-   * A failed attempt: due again after a widening wait, never later than the end of the
-   * retry window, and `failed` once that window has run out (all in the database's clock).
-   */
-  async function recordFailure(row: Claimed, error: string): Promise<void> {
-    const waitMs = mediaRetryDelayMs(row.attempt);
-    const text = error.slice(0, ERROR_MAX);
-    await database.db.transaction(async (tx) => {
-      const [updated] = (await tx.execute(sql`
-        update chat_messages
-        set media_error = ${text},
-            media_state = case
-              when now() >= created_at + ${MEDIA_RETRY_WINDOW_MS} * interval '1 millisecond'
-              then 'failed' else 'pending' end,
-            media_next_at = case
-              when now() >= created_at + ${MEDIA_RETRY_WINDOW_MS} * interval '1 millisecond'
-              then null
-              else least(now() + ${waitMs} * interval '1 millisecond',
-                created_at + ${MEDIA_RETRY_WINDOW_MS} * interval '1 millisecond') end
-        where workspace_id = ${row.workspaceId} and id = ${row.id}
-          and media_state = 'pending' and media_attempts = ${row.attempt}
-        returning media_state`)) as unknown as { media_state: MediaState }[];
-      if (updated?.media_state !== 'failed') return;
-      await recordChatEvent(tx, {
-        workspaceId: row.workspaceId,
-        name: MEDIA_SETTLED,
-        conversationId: row.conversationId,
-        data: { message_id: row.id, media_state: 'failed' },
-      });
-    });
-    log.warn(
-      { messageId: row.id, attempt: row.attempt, error: text },
-      'chat media download failed; retrying later',
-    );
-  }
+  return { attempt };
+}
 
-  /** The claim loop running now, if any: stop() waits for it before the downloads. */
-  let claimRun: Promise<void> | null = null;
-
-  function tick(): Promise<void> {
-    if (stopped) return Promise.resolve();
-    if (claiming) {
-      again = true;
-      return Promise.resolve();
-    }
-    claiming = true;
-    claimRun = claimDue().finally(() => {
-      claiming = false;
-      claimRun = null;
-    });
-    return claimRun;
-  }
-
-  async function claimDue(): Promise<void> {
-    try {
-      do {
-        again = false;
-        const room = CONCURRENCY - inFlight.size;
-        if (room <= 0 || stopped) break;
-        const rows = await claim(room);
-        for (const row of rows) {
-          const job: Promise<void> = attempt(row)
-            .catch((error: unknown) =>
-              log.error({ err: error, messageId: row.id }, 'chat media outcome not recorded'),
-            )
-            .finally(() => {
-              inFlight.delete(job);
-              void tick();
-            });
-          inFlight.add(job);
-        }
-        if (rows.length === room) again = true;
-      } while (again);
-    } catch (error) {
-      if (!stopped) log.error({ err: error }, 'chat media worker could not claim downloads');
-    }
-  }
-
-  const timer = setInterval(() => void tick(), POLL_MS);
-  timer.unref();
-  void tick();
-
-  const worker: MediaWorker = {
-    wake: () => void tick(),
-    async stop() {
-      stopped = true;
-      clearInterval(timer);
-      if (current === worker) current = null;
-      // Rows a claim in progress takes are started before it ends: wait for it first.
-      await claimRun;
-      await Promise.allSettled([...inFlight]);
-    },
-  };
-  current = worker;
-  return worker;
+/**
+ * A failed attempt, after the runner rescheduled the row in `tx` (due again after a
+ * widening wait, never later than the end of the retry window): its media_error, and when
+ * the window has run out, `failed` with MEDIA_SETTLED.
+ */
+async function recordFailure(
+  tx: Parameters<JobKind<never>['storage']['recordFailure']>[0],
+  row: Pick<Claimed, 'workspaceId' | 'id' | 'conversationId'>,
+  error: string,
+  final: boolean,
+): Promise<void> {
+  const text = error.slice(0, ERROR_MAX);
+  await tx.execute(sql`
+    update chat_messages
+    set media_error = ${text},
+        media_state = ${final ? 'failed' : 'pending'},
+        media_next_at = ${final ? null : sql`media_next_at`}
+    where workspace_id = ${row.workspaceId} and id = ${row.id}`);
+  if (!final) return;
+  await recordChatEvent(tx, {
+    workspaceId: row.workspaceId,
+    name: MEDIA_SETTLED,
+    conversationId: row.conversationId,
+    data: { message_id: row.id, media_state: 'failed' },
+  });
 }
 
 /**

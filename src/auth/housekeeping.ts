@@ -1,6 +1,7 @@
 import { sql } from 'drizzle-orm';
 import type { Config } from '../config.js';
 import type { Database } from '../db/client.js';
+import { deleteOldFailedJobs } from '../jobs/index.js';
 import type { Logger } from '../log.js';
 import type { PluginSweep } from '../plugin-host/definition.js';
 import type { LoadedPlugin } from '../plugin-host/host.js';
@@ -43,6 +44,8 @@ function sweepsOf({ config, plugins = [] }: HousekeepingDeps): PluginSweep[] {
             returning 1`)
         ).length,
     },
+    // Failed background jobs are kept a week for inspection (src/jobs).
+    { name: 'failed jobs', run: (db) => deleteOldFailedJobs(db) },
     ...plugins.flatMap((plugin) =>
       (plugin.definition?.sweeps ?? []).map((sweep) => ({
         name: `${plugin.manifest.id}: ${sweep.name}`,

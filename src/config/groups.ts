@@ -145,6 +145,12 @@ export function readChat(env: EnvReader): Config['chat'] {
   };
 }
 
+export function readJobs(env: EnvReader): Config['jobs'] {
+  return {
+    concurrency: env.group('jobs').read('SVC_JOBS_CONCURRENCY', wholeNumber(1, 256), '16'),
+  };
+}
+
 export function readFields(env: EnvReader): Config['fields'] {
   return {
     entriesMax: env

@@ -16,6 +16,7 @@ const PLUGIN_COMMAND_GROUPS: ReadonlySet<ConfigGroup> = new Set([
   'mail',
   'workspaces',
   'webhooks',
+  'jobs',
   'fields',
   'chat',
 ]);

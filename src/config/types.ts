@@ -123,6 +123,10 @@ export interface Config {
     /** 32 bytes, or null when unset. */
     credentialsKey: Buffer | null;
   };
+  jobs: {
+    /** Background jobs of one kind in flight at once per process (a kind may ask fewer). */
+    concurrency: number;
+  };
   fields: {
     entriesMax: number;
   };
@@ -156,6 +160,7 @@ export type ConfigGroup =
   | 'http'
   | 'webhooks'
   | 'chat'
+  | 'jobs'
   | 'fields'
   | 'workers'
   | 'commands';

@@ -1,3 +1,4 @@
+import type { JobKind } from '../jobs/runner.js';
 import type { Config } from '../config.js';
 import type { Actor } from '../context.js';
 import type { Database, Db } from '../db/client.js';
@@ -92,6 +93,12 @@ export interface PluginDefinition {
   routeArea?: string;
   /** Deletes of expired rows housekeeping runs hourly in every process. */
   sweeps?: PluginSweep[];
+  /**
+   * Background job kinds the plugin runs (`defineJob`, docs/plugins.md "Background jobs"):
+   * the host starts a runner for each after `start` and stops it before `stop`.
+   */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- each kind has its own fields
+  jobs?: readonly JobKind<any>[];
   /** Called once the server's migrations ran, before it takes requests. */
   start?(runtime: PluginRuntime): void | Promise<void>;
   /** Called at shutdown, bounded by SVC_SHUTDOWN_STOP_GRACE. */

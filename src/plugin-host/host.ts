@@ -5,6 +5,7 @@ import { registerReason } from '../errors.js';
 import { fixSubjectKey } from '../events/subject.js';
 import type { MigrationSet } from '../db/migrate.js';
 import type { Logger } from '../log.js';
+import { startJobRunner, type JobRunner } from '../jobs/runner.js';
 import type { PluginDefinition, PluginRuntime } from './definition.js';
 import {
   PluginManifestError,
@@ -81,6 +82,9 @@ export function pluginMigrationSets(plugins: readonly LoadedPlugin[]): Migration
   return plugins.flatMap((plugin) => (plugin.migrations ? [plugin.migrations] : []));
 }
 
+/** The job runners each started plugin's `jobs` run on. */
+const runners = new WeakMap<LoadedPlugin, JobRunner[]>();
+
 /** Starts plugins in order; a failure stops the ones already started and rethrows. */
 export async function startPlugins(
   plugins: readonly LoadedPlugin[],
@@ -89,11 +93,15 @@ export async function startPlugins(
   const started: LoadedPlugin[] = [];
   try {
     for (const plugin of plugins) {
-      await plugin.definition?.start?.({
-        ...runtime,
-        log: runtime.log.child({ plugin: plugin.manifest.id }),
-      });
+      const scoped = { ...runtime, log: runtime.log.child({ plugin: plugin.manifest.id }) };
+      await plugin.definition?.start?.(scoped);
       started.push(plugin);
+      const kinds = plugin.definition?.jobs ?? [];
+      if (kinds.length > 0)
+        runners.set(
+          plugin,
+          kinds.map((kind) => startJobRunner(kind, scoped)),
+        );
     }
   } catch (error) {
     await stopPlugins(started, 1000, runtime.log);
@@ -113,10 +121,13 @@ export async function stopPlugins(
   const deadline = Date.now() + graceMs;
   for (const plugin of [...plugins].reverse()) {
     const stop = plugin.definition?.stop;
-    if (!stop) continue;
+    const jobs = runners.get(plugin) ?? [];
+    runners.delete(plugin);
+    if (!stop && jobs.length === 0) continue;
     const left = deadline - Date.now();
+    // Its jobs end first: a job may use what the plugin's stop closes.
     const outcome = await settleWithin(
-      Promise.resolve().then(() => stop.call(plugin.definition)),
+      Promise.all(jobs.map((runner) => runner.stop())).then(() => stop?.call(plugin.definition)),
       left,
     );
     if (outcome === 'timeout') {

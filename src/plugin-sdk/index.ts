@@ -120,6 +120,33 @@ export {
   type OutboundMethod,
 } from '../outbound/request.js';
 /**
+ * Background jobs (docs/plugins.md "Background jobs"): `defineJob` declares a kind stored
+ * in the core `jobs` table, `enqueueJob` adds one in the caller's transaction, and the
+ * plugin lists its kinds in `jobs`. One runner claims them with leases, retries them with
+ * backoff inside a window, bounds them per process and shares slots fairly across
+ * workspaces. A kind whose record is the plugin's own row (chat media) declares a
+ * `JobKind` with its `JobStorage`.
+ */
+export {
+  defineJob,
+  enqueueJob,
+  defaultRetryDelayMs,
+  type Job,
+  type JobDefinition,
+  type JobKindOf,
+  type EnqueueInput,
+} from '../jobs/index.js';
+export {
+  JobRetry,
+  wakeJobs,
+  workspaceShare,
+  type JobKind,
+  type JobStorage,
+  type JobContext,
+  type ClaimedJob,
+  type JobFailureRecord,
+} from '../jobs/runner.js';
+/**
  * Limits every graph input is held to and what fields cost (docs/limits.md): declare an
  * argument's cap with `extensions: limited({ maxLength })`, a field's statements with
  * `extensions: costs({ cost })`, and check stored text in a service with `checkText`.

@@ -1,15 +1,20 @@
-import { and, asc, eq, isNull, lte, sql } from 'drizzle-orm';
+import { and, eq, isNull, sql } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
+import {
+  claimJobs,
+  stillHeld,
+  notifyJobs,
+  type ClaimedJob,
+  type JobFailureRecord,
+  type JobStorage,
+} from '../jobs/runner.js';
 import { webhookDeliveries, webhooks, type Webhook, type WebhookDelivery } from './tables.js';
 
-/**
- * Announced (empty payload) at commit when an event enqueued webhook deliveries, so every
- * process's webhook worker claims them at once instead of at its next poll.
- */
-export const DELIVERIES_CHANNEL = 'svc_webhook_deliveries';
+/** The job kind of a delivery: its runners hear the enqueuing commit by this name. */
+export const DELIVERY_JOB = 'webhooks.delivery';
 
 /**
- * The outbox write: one delivery of the event to every live subscription of its
+ * The outbox write (the deliveries are the jobs' storage, run by src/jobs/runner.ts): one delivery of the event to every live subscription of its
  * workspace listing its name, and the wake-up of the workers when there is any, in one
  * statement of the caller's transaction (`db` is the event's transaction), so the event
  * and its deliveries commit together and NOTIFY reaches the workers only at that commit.
@@ -33,17 +38,90 @@ export async function enqueueDeliveries(
       on conflict do nothing
       returning 1
     )
-    select case when exists (select 1 from enqueued) then pg_notify(${DELIVERIES_CHANNEL}, '') end`);
+    select case when exists (select 1 from enqueued) then ${notifyJobs(DELIVERY_JOB)} end`);
 }
+
+const d = webhookDeliveries;
+const w = webhooks;
+const ofWebhook = (column: typeof w.url | typeof w.secret | typeof w.deletedAt) =>
+  sql`(select ${column} from ${w} where ${w.workspaceId} = ${d.workspaceId}
+    and ${w.id} = ${d.webhookId})`;
+
+/** What a claimed delivery carries besides its key and attempt. */
+export interface DeliveryFields extends Record<string, unknown> {
+  webhookId: string;
+  eventId: string;
+  /** Epoch milliseconds of the first attempt (the claim sets it). */
+  firstAttemptMs: number;
+  url: string;
+  secret: string;
+  /** Epoch milliseconds the webhook was deleted, or null. */
+  deletedMs: number | null;
+}
+
+/**
+ * The deliveries as the job runner's storage: due when pending and next_attempt_at has
+ * passed, at most the kind's group cap per webhook, retries within 24 hours of the first
+ * attempt. A failed attempt records its status and error; the last one marks it `failed`.
+ */
+export const deliveryStorage: JobStorage<DeliveryFields> = {
+  table: d,
+  workspaceId: d.workspaceId,
+  id: d.id,
+  dueAt: d.nextAttemptAt,
+  attempts: d.attempts,
+  windowFrom: d.firstAttemptAt,
+  pending: sql`${d.status} = 'pending'`,
+  countAt: 'outcome',
+  group: d.webhookId,
+  onClaim: { first_attempt_at: sql`coalesce(${d.firstAttemptAt}, now())` },
+  fields: {
+    webhookId: d.webhookId,
+    eventId: d.eventId,
+    firstAttemptMs: sql`(extract(epoch from coalesce(${d.firstAttemptAt}, now())) * 1000)::float8`,
+    url: ofWebhook(w.url),
+    secret: ofWebhook(w.secret),
+    deletedMs: sql`(extract(epoch from ${ofWebhook(w.deletedAt)}) * 1000)::float8`,
+  },
+  async recordFailure(tx, job, failure: JobFailureRecord) {
+    await tx
+      .update(d)
+      .set({
+        lastStatus: typeof failure.detail === 'number' ? failure.detail : null,
+        lastError: failure.error,
+        ...(failure.final ? { status: 'failed' as const } : {}),
+      })
+      .where(one(job));
+  },
+};
 
 /** A claimed delivery with what sending it needs of its webhook. */
 export type ClaimedDelivery = Pick<
   WebhookDelivery,
-  'workspaceId' | 'id' | 'webhookId' | 'eventId' | 'attempts'
+  'workspaceId' | 'id' | 'webhookId' | 'eventId'
 > & {
+  /** This attempt's number: with `lease`, its outcome is written only while the row holds it. */
+  attempt: number;
+  lease: string;
   /** Set by the claim when it is the first attempt. */
   firstAttemptAt: Date;
 } & Pick<Webhook, 'url' | 'secret' | 'deletedAt'>;
+
+/** The runner's claimed job as a delivery. */
+export function asDelivery(job: ClaimedJob<DeliveryFields>): ClaimedDelivery {
+  return {
+    workspaceId: job.workspaceId,
+    id: job.id,
+    webhookId: job.webhookId,
+    eventId: job.eventId,
+    attempt: job.attempt,
+    lease: job.lease,
+    firstAttemptAt: new Date(job.firstAttemptMs),
+    url: job.url,
+    secret: job.secret,
+    deletedAt: job.deletedMs === null ? null : new Date(job.deletedMs),
+  };
+}
 
 export interface ClaimOptions {
   /** Deliveries to claim at most. */
@@ -56,148 +134,54 @@ export interface ClaimOptions {
   leaseMs: number;
 }
 
-const isDue = () =>
-  and(eq(webhookDeliveries.status, 'pending'), lte(webhookDeliveries.nextAttemptAt, sql`now()`));
-
-/** Due rows, the earliest first, within each webhook's room left by the sends in flight. */
-function candidates(db: Db, options: ClaimOptions) {
-  const d = webhookDeliveries;
-  const ids = [...options.inFlight.keys()];
-  const used = ids.map((id) => options.inFlight.get(id) ?? 0);
-  const ranked = db
-    .select({
-      workspaceId: d.workspaceId,
-      id: d.id,
-      nextAttemptAt: d.nextAttemptAt,
-      used: sql<number>`coalesce(u.used, 0)`.as('used'),
-      nth: sql<number>`row_number() over (partition by ${d.workspaceId}, ${d.webhookId}
-        order by ${d.nextAttemptAt}, ${d.id})`.as('nth'),
-    })
-    .from(d)
-    .leftJoin(
-      sql`unnest(${sql.param(ids)}::uuid[], ${sql.param(used)}::int[]) as u(webhook_id, used)`,
-      sql`u.webhook_id = ${d.webhookId}`,
-    )
-    .where(isDue())
-    .as('ranked');
-  return db.$with('candidates').as(
-    db
-      .select({ workspaceId: ranked.workspaceId, id: ranked.id })
-      .from(ranked)
-      .where(sql`${ranked.nth} <= ${options.perWebhook} - ${ranked.used}`)
-      .orderBy(asc(ranked.nextAttemptAt))
-      .limit(options.limit),
-  );
-}
-
 /**
- * Claims due deliveries in one statement, so one short transaction: the candidates are
- * locked FOR UPDATE SKIP LOCKED (rows another process holds are passed over) and their
- * next_attempt_at pushed a lease ahead, so no other process claims the same attempt and
- * a process killed mid-attempt leaves the row to be retried after the lease.
+ * Claims due deliveries through the job runner's claim (one statement, FOR UPDATE SKIP
+ * LOCKED, leased and counted), within each webhook's room; no workspace share here (the
+ * runner applies its own).
  */
 export async function claimDueDeliveries(
   db: Db,
   options: ClaimOptions,
 ): Promise<ClaimedDelivery[]> {
-  const d = webhookDeliveries;
-  const picked = candidates(db, options);
-  const due = db.$with('due').as(
-    db
-      .select({ workspaceId: d.workspaceId, id: d.id })
-      .from(d)
-      .innerJoin(picked, and(eq(picked.workspaceId, d.workspaceId), eq(picked.id, d.id)))
-      .where(isDue())
-      .for('update', { of: d, skipLocked: true }),
-  );
-  const claimed = db.$with('claimed').as(
-    db
-      .update(d)
-      .set({
-        nextAttemptAt: sql`now() + ${`${options.leaseMs} milliseconds`}::interval`,
-        firstAttemptAt: sql`coalesce(${d.firstAttemptAt}, now())`,
-      })
-      .from(due)
-      .where(and(eq(d.workspaceId, due.workspaceId), eq(d.id, due.id)))
-      .returning({
-        workspaceId: d.workspaceId,
-        id: d.id,
-        webhookId: d.webhookId,
-        eventId: d.eventId,
-        attempts: d.attempts,
-        firstAttemptAt: d.firstAttemptAt,
-      }),
-  );
-  const rows = await db
-    .with(picked, due, claimed)
-    .select({
-      workspaceId: claimed.workspaceId,
-      id: claimed.id,
-      webhookId: claimed.webhookId,
-      eventId: claimed.eventId,
-      attempts: claimed.attempts,
-      firstAttemptAt: claimed.firstAttemptAt,
-      url: webhooks.url,
-      secret: webhooks.secret,
-      deletedAt: webhooks.deletedAt,
-    })
-    .from(claimed)
-    .innerJoin(
-      webhooks,
-      and(eq(webhooks.workspaceId, claimed.workspaceId), eq(webhooks.id, claimed.webhookId)),
-    );
-  // The claim always sets first_attempt_at.
-  return rows.map((row) => ({ ...row, firstAttemptAt: row.firstAttemptAt ?? new Date() }));
+  const jobs = await claimJobs(db, deliveryStorage, {
+    limit: options.limit,
+    leaseMs: options.leaseMs,
+    perWorkspace: options.limit,
+    running: new Map(),
+    groupCap: options.perWebhook,
+    runningGroups: options.inFlight,
+  });
+  return jobs.map(asDelivery);
 }
 
 type DeliveryKey = Pick<WebhookDelivery, 'workspaceId' | 'id'>;
 
 function one(key: DeliveryKey) {
-  return and(eq(webhookDeliveries.workspaceId, key.workspaceId), eq(webhookDeliveries.id, key.id));
+  return and(eq(d.workspaceId, key.workspaceId), eq(d.id, key.id));
+}
+
+type Held = DeliveryKey & { attempt: number; lease: string };
+
+/** While the row still holds the attempt it was claimed with. */
+function held(key: Held) {
+  return stillHeld(deliveryStorage, key);
 }
 
 /** A claimed delivery whose webhook was deleted meanwhile: never sent. */
-export async function dropDelivery(db: Db, key: DeliveryKey): Promise<void> {
-  await db
-    .update(webhookDeliveries)
-    .set({ status: 'failed', lastError: 'webhook deleted' })
-    .where(one(key));
+export async function dropDelivery(db: Db, key: Held): Promise<void> {
+  await db.update(d).set({ status: 'failed', lastError: 'webhook deleted' }).where(held(key));
 }
 
 /** A 2xx answer: delivered, with the attempt counted. */
-export async function recordDelivered(db: Db, key: DeliveryKey, status: number): Promise<void> {
+export async function recordDelivered(db: Db, key: Held, status: number): Promise<void> {
   await db
-    .update(webhookDeliveries)
+    .update(d)
     .set({
       status: 'delivered',
-      attempts: sql`${webhookDeliveries.attempts} + 1`,
+      attempts: sql`${d.attempts} + 1`,
       lastStatus: status,
       lastError: null,
       deliveredAt: sql`now()`,
     })
-    .where(one(key));
-}
-
-/** A failed attempt: retried at `nextAttemptAt`, or `failed` when `giveUp`. */
-export async function recordFailedAttempt(
-  db: Db,
-  key: DeliveryKey,
-  attempt: {
-    attempts: number;
-    lastStatus: number | null;
-    lastError: string;
-    giveUp: boolean;
-    nextAttemptAt: Date;
-  },
-): Promise<void> {
-  await db
-    .update(webhookDeliveries)
-    .set({
-      attempts: attempt.attempts,
-      lastStatus: attempt.lastStatus,
-      lastError: attempt.lastError,
-      status: attempt.giveUp ? 'failed' : 'pending',
-      nextAttemptAt: attempt.nextAttemptAt,
-    })
-    .where(one(key));
+    .where(held(key));
 }

@@ -1,0 +1,442 @@
+// The one runner of background work (docs/plugins.md "Background jobs", docs/scaling.md):
+// webhook deliveries, chat media downloads and every kind a plugin defines go through it.
+//
+// A kind's jobs are rows of a table: the core `jobs` table by default, or a domain's own
+// table when that row is already the record the product shows (a webhook delivery, a
+// message's media state). The runner owns what is the same for all of them:
+//  - the claim: one statement (one short transaction) that locks due rows FOR UPDATE SKIP
+//    LOCKED, counts the attempt and pushes the due time a lease ahead, so no other process
+//    takes the same attempt and a process that dies mid-job leaves it due again after the
+//    lease;
+//  - fairness: the claim ranks due rows per workspace and takes each workspace's first
+//    before any workspace's second (round-robin), and never lets one workspace hold more
+//    than its share of this process's slots (`perWorkspace`), so others always find room;
+//  - an optional second cap by a group column (a webhook: a hanging receiver never holds
+//    every slot of its workspace);
+//  - bounded concurrency per process, retries with backoff inside a retry window (in the
+//    database's clock), and the wake-up: NOTIFY on JOBS_CHANNEL at the enqueuing commit,
+//    a poll for retries coming due.
+// Every outcome is written only while the row still holds the attempt it was claimed with,
+// so a runner whose lease ran out never overwrites the outcome of the one that took over.
+import { sql, type SQL } from 'drizzle-orm';
+import { toSnakeCase } from 'drizzle-orm/casing';
+import type { PgColumn, PgTable } from 'drizzle-orm/pg-core';
+import type { Config } from '../config.js';
+import type { Database, Db } from '../db/client.js';
+import type { Logger } from '../log.js';
+
+/** Announced at an enqueuing commit with the kind's name as payload: every runner hears it. */
+export const JOBS_CHANNEL = 'svc_jobs';
+
+/** Where a kind's jobs live, and what of each row its handler gets. */
+export interface JobStorage<Fields extends Record<string, unknown>> {
+  table: PgTable;
+  workspaceId: PgColumn;
+  id: PgColumn;
+  /** When the row is next due; a claim pushes it a lease ahead. */
+  dueAt: PgColumn;
+  /** The attempts counted so far (with the lease, the fence of an outcome). */
+  attempts: PgColumn;
+  /**
+   * When an attempt counts: at its claim (a process that died mid-job used one), or only
+   * once it ended (what a delivery shows: attempts made and answered). @default 'claim'
+   */
+  countAt?: 'claim' | 'outcome';
+  /** Retries stop `retry.windowMs` after this instant (the message's arrival, the first attempt). */
+  windowFrom: SQL | PgColumn;
+  /** The rows still to run (their state column, their kind). */
+  pending: SQL;
+  /** A column whose rows share `groupCap` slots per process (a delivery's webhook). */
+  group?: PgColumn;
+  /** More assignments the claim makes, by column name (`first_attempt_at = coalesce(...)`). */
+  onClaim?: Record<string, SQL>;
+  /** What the handler gets of each claimed row: a column or an expression, by name. */
+  fields: { [K in keyof Fields]: SQL | PgColumn };
+  /**
+   * Writes a failed attempt in the kind's own words (its error column; when `final`, the
+   * state that ends it), inside the transaction that rescheduled the row.
+   */
+  recordFailure(tx: Db, job: ClaimedJob<Fields>, failure: JobFailureRecord): Promise<void>;
+}
+
+export interface JobFailureRecord {
+  /** The failure's message, at most 200 characters. */
+  error: string;
+  /** What the handler attached to its JobRetry (an answer's status…). */
+  detail: unknown;
+  /** The retry window has run out: no further attempt. */
+  final: boolean;
+}
+
+export type ClaimedJob<Fields> = Fields & {
+  workspaceId: string;
+  id: string;
+  /** This attempt's number (1 on the first). */
+  attempt: number;
+  /** The lease the claim set (the due column's exact value): with `attempt`, the fence. */
+  lease: string;
+};
+
+/**
+ * The row of `storage` that still holds `job`'s claim (its lease and its attempt), so a
+ * runner whose lease ran out never overwrites the outcome of the one that took over.
+ */
+export function stillHeld(
+  storage: Pick<
+    JobStorage<Record<string, unknown>>,
+    'workspaceId' | 'id' | 'dueAt' | 'attempts' | 'pending' | 'countAt'
+  >,
+  job: { workspaceId: string; id: string; attempt: number; lease: string },
+): SQL {
+  const counted = storage.countAt === 'outcome' ? job.attempt - 1 : job.attempt;
+  return sql`${storage.workspaceId} = ${job.workspaceId} and ${storage.id} = ${job.id}
+    and ${storage.pending} and ${storage.attempts} = ${counted}
+    and ${storage.dueAt} = ${job.lease}::timestamptz`;
+}
+
+export interface JobContext {
+  database: Database;
+  config: Config;
+  log: Logger;
+}
+
+export interface JobKind<Fields extends Record<string, unknown>> {
+  /** Unique; the NOTIFY payload that wakes its runners. */
+  name: string;
+  storage: JobStorage<Fields>;
+  /**
+   * Does the work and writes its outcome (fenced by `job.attempt`). Throwing JobRetry
+   * records its message and retries; any other error is logged and retried as unexpected.
+   */
+  run(job: ClaimedJob<Fields>, context: JobContext): Promise<void>;
+  /** A claim holds its row this long: longer than one attempt can take. */
+  leaseMs: number;
+  retry: {
+    /** The wait after the n-th failed attempt (1-based). */
+    delayMs(attempt: number): number;
+    windowMs: number;
+  };
+  /** At most this many in flight per process; never above SVC_JOBS_CONCURRENCY. */
+  concurrency?: number;
+  /** At most this many of one group (`storage.group`) in flight per process. */
+  groupCap?: number;
+}
+
+/** A failure worth retrying; its message is recorded (keep secrets out of it). */
+export class JobRetry extends Error {
+  constructor(
+    message: string,
+    readonly detail: unknown = null,
+  ) {
+    super(message);
+  }
+}
+
+/** A column's name in the database (the tables are declared with snake_case casing). */
+function columnName(column: PgColumn) {
+  return sql.identifier(column.keyAsName ? toSnakeCase(column.name) : column.name);
+}
+
+/** Failure text kept on a row at most. */
+export const JOB_ERROR_MAX = 200;
+
+/**
+ * The most one workspace may hold of `concurrency` slots: all but a quarter (at least one),
+ * so another workspace's job always finds a slot however slow the first one's jobs are.
+ */
+export function workspaceShare(concurrency: number): number {
+  return Math.max(1, concurrency - Math.max(1, Math.floor(concurrency / 4)));
+}
+
+export interface ClaimOptions {
+  limit: number;
+  leaseMs: number;
+  /** At most this many of one workspace, counting `running`. */
+  perWorkspace: number;
+  /** In flight in this process, by workspace id. */
+  running: ReadonlyMap<string, number>;
+  groupCap?: number;
+  /** In flight in this process, by group value. */
+  runningGroups?: ReadonlyMap<string, number>;
+}
+
+function unnest(map: ReadonlyMap<string, number> | undefined, type: 'uuid' | 'text') {
+  const keys = [...(map?.keys() ?? [])];
+  const used = keys.map((key) => map?.get(key) ?? 0);
+  return sql`unnest(${sql.param(keys)}::${sql.raw(type)}[], ${sql.param(used)}::int[])`;
+}
+
+/**
+ * Claims due rows of `storage` in one statement: round-robin across workspaces (each
+ * workspace's n-th due row, counting what it already runs here, before anyone's n+1-th),
+ * within each workspace's and each group's room, locked FOR UPDATE SKIP LOCKED, counted
+ * and leased.
+ */
+export async function claimJobs<Fields extends Record<string, unknown>>(
+  db: Db,
+  storage: JobStorage<Fields>,
+  options: ClaimOptions,
+): Promise<ClaimedJob<Fields>[]> {
+  if (options.limit <= 0) return [];
+  const s = storage;
+  const name = columnName;
+  const order = sql`${s.dueAt}, ${s.id}`;
+  const grouped = s.group !== undefined && options.groupCap !== undefined;
+  const byClaim = s.countAt !== 'outcome';
+  // A group's rows beyond its room are left out before the workspaces are ranked, so
+  // they never take a workspace's turn.
+  const groupRank = grouped
+    ? sql`, ${s.group}::text as g,
+        row_number() over (partition by ${s.workspaceId}, ${s.group} order by ${order}) as gnth`
+    : sql`, null::text as g, 1 as gnth`;
+  const groupUsed = grouped
+    ? unnest(options.runningGroups, 'text')
+    : sql`(select null::text, 0 where false)`;
+  const sets = [
+    sql`${name(s.dueAt)} = now() + ${options.leaseMs} * interval '1 millisecond'`,
+    ...(byClaim ? [sql`${name(s.attempts)} = ${s.attempts} + 1`] : []),
+    ...Object.entries(s.onClaim ?? {}).map(
+      ([column, value]) => sql`${sql.identifier(column)} = ${value}`,
+    ),
+  ];
+  const fields = Object.entries(s.fields).map(
+    ([key, value]) => sql`${value} as ${sql.identifier(key)}`,
+  );
+  const rows = (await db.execute(sql`
+    with due_rows as (
+      select ${s.workspaceId} as w, ${s.id} as i, ${s.dueAt} as due ${groupRank}
+      from ${s.table}
+      where ${s.pending} and ${s.dueAt} <= now()
+    ), ranked as (
+      select d.w, d.i, d.due, row_number() over (partition by d.w order by d.due, d.i) as nth
+      from due_rows d
+      left join ${groupUsed} as gu(g, used) on gu.g = d.g
+      where d.gnth <= ${grouped ? options.groupCap : 1} - coalesce(gu.used, 0)
+    ), picked as (
+      select r.w, r.i from ranked r
+      left join ${unnest(options.running, 'uuid')} as u(w, used) on u.w = r.w
+      where r.nth <= ${options.perWorkspace} - coalesce(u.used, 0)
+      order by r.nth + coalesce(u.used, 0), r.due, r.i
+      limit ${options.limit}
+    ), due as (
+      select ${s.workspaceId} as w, ${s.id} as i from ${s.table}
+      join picked p on p.w = ${s.workspaceId} and p.i = ${s.id}
+      where ${s.pending} and ${s.dueAt} <= now()
+      for update of ${s.table} skip locked
+    )
+    update ${s.table} set ${sql.join(sets, sql`, `)}
+    from due
+    where ${s.workspaceId} = due.w and ${s.id} = due.i
+    returning ${s.workspaceId} as "workspaceId", ${s.id} as "id",
+      ${byClaim ? sql`${s.attempts}` : sql`${s.attempts} + 1`} as "attempt",
+      ${s.dueAt}::text as "lease"
+      ${s.group ? sql`, ${s.group}::text as "__group"` : sql``}
+      ${fields.length ? sql`, ${sql.join(fields, sql`, `)}` : sql``}`)) as unknown as ClaimedJob<Fields>[];
+  return rows;
+}
+
+/**
+ * A failed attempt: the row is due again after `delayMs`, never later than the end of the
+ * retry window, or final once the window has run out (both in the database's clock); then
+ * `recordFailure` writes it in the kind's words. Nothing when the row no longer holds the
+ * attempt (its lease ran out and another runner took it over).
+ */
+export async function recordJobFailure<Fields extends Record<string, unknown>>(
+  db: Db,
+  kind: Pick<JobKind<Fields>, 'storage' | 'retry'>,
+  job: ClaimedJob<Fields>,
+  error: string,
+  detail: unknown = null,
+): Promise<'retrying' | 'failed' | 'lost'> {
+  const s = kind.storage;
+  const windowEnd = sql`(${s.windowFrom}) + ${kind.retry.windowMs} * interval '1 millisecond'`;
+  const waitMs = kind.retry.delayMs(job.attempt);
+  const count =
+    s.countAt === 'outcome' ? sql`, ${columnName(s.attempts)} = ${s.attempts} + 1` : sql``;
+  return db.transaction(async (tx) => {
+    const [row] = (await tx.execute(sql`
+      update ${s.table}
+      set ${columnName(s.dueAt)} = case when now() >= ${windowEnd} then ${s.dueAt}
+        else least(now() + ${waitMs} * interval '1 millisecond', ${windowEnd}) end ${count}
+      where ${stillHeld(s, job)}
+      returning now() >= ${windowEnd} as final`)) as unknown as { final: boolean }[];
+    if (!row) return 'lost';
+    const final = row.final;
+    await s.recordFailure(tx as unknown as Db, job, {
+      error: error.slice(0, JOB_ERROR_MAX),
+      detail,
+      final,
+    });
+    return final ? 'failed' : 'retrying';
+  });
+}
+
+export interface RunnerOptions {
+  database: Database;
+  config: Config;
+  log: Logger;
+  /** In flight at once in this process. @default min(kind.concurrency, SVC_JOBS_CONCURRENCY) */
+  concurrency?: number;
+  /** How often due rows are looked for without a notice (retries coming due). @default 1000 */
+  pollMs?: number;
+}
+
+export interface JobRunner {
+  /** Looks for due jobs now rather than at the next poll. */
+  wake(): void;
+  /** Whether NOTIFY wakes the runner (false: the LISTEN failed, polling only). */
+  listening: Promise<boolean>;
+  /** Stops claiming and waits for the jobs in flight. */
+  stop(): Promise<void>;
+}
+
+/** This process's runners by kind, for wakeJobs. */
+const live = new Map<string, Set<JobRunner>>();
+
+/**
+ * Wakes this process's runners of a kind now (after a commit that made jobs due without
+ * enqueueJob's NOTIFY); other processes find them at their next poll.
+ */
+export function wakeJobs(kindName: string): void {
+  for (const runner of live.get(kindName) ?? []) runner.wake();
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** Runs `kind` in this process until stopped. */
+export function startJobRunner<Fields extends Record<string, unknown>>(
+  kind: JobKind<Fields>,
+  options: RunnerOptions,
+): JobRunner {
+  const { database, config, log } = options;
+  const concurrency =
+    options.concurrency ?? Math.min(kind.concurrency ?? Infinity, config.jobs.concurrency);
+  const perWorkspace = workspaceShare(concurrency);
+  const context: JobContext = { database, config, log };
+  const inFlight = new Set<Promise<void>>();
+  const running = new Map<string, number>();
+  const runningGroups = new Map<string, number>();
+  let stopped = false;
+  let claiming = false;
+  let again = false;
+  let claimRun: Promise<void> | null = null;
+
+  const count = (map: Map<string, number>, key: string, by: number) => {
+    const next = (map.get(key) ?? 0) + by;
+    if (next > 0) map.set(key, next);
+    else map.delete(key);
+  };
+
+  async function attempt(job: ClaimedJob<Fields>): Promise<void> {
+    try {
+      await kind.run(job, context);
+    } catch (error) {
+      const retry = error instanceof JobRetry;
+      if (!retry) log.error({ err: error, job: kind.name, id: job.id }, 'job failed unexpectedly');
+      const message = retry ? error.message : `unexpected: ${describe(error)}`;
+      const outcome = await recordJobFailure(
+        database.db,
+        kind,
+        job,
+        message,
+        retry ? error.detail : null,
+      );
+      if (outcome !== 'lost') {
+        log.warn(
+          { job: kind.name, id: job.id, attempt: job.attempt, error: message.slice(0, 200) },
+          outcome === 'failed' ? 'job failed; out of retries' : 'job failed; retrying later',
+        );
+      }
+    }
+  }
+
+  async function claimDue(): Promise<void> {
+    try {
+      do {
+        again = false;
+        const room = concurrency - inFlight.size;
+        if (room <= 0 || stopped) break;
+        const jobs = await claimJobs(database.db, kind.storage, {
+          limit: room,
+          leaseMs: kind.leaseMs,
+          perWorkspace,
+          running,
+          groupCap: kind.groupCap,
+          runningGroups,
+        });
+        for (const job of jobs) {
+          const group = (job as { __group?: string }).__group ?? null;
+          count(running, job.workspaceId, 1);
+          if (group !== null) count(runningGroups, group, 1);
+          const done: Promise<void> = attempt(job)
+            .catch((error: unknown) =>
+              log.error({ err: error, job: kind.name, id: job.id }, 'job outcome not recorded'),
+            )
+            .finally(() => {
+              inFlight.delete(done);
+              count(running, job.workspaceId, -1);
+              if (group !== null) count(runningGroups, group, -1);
+              tick();
+            });
+          inFlight.add(done);
+        }
+        if (jobs.length === room) again = true;
+      } while (again);
+    } catch (error) {
+      if (!stopped) log.error({ err: error, job: kind.name }, 'job runner could not claim');
+    }
+  }
+
+  function tick(): void {
+    if (stopped) return;
+    if (claiming) {
+      again = true;
+      return;
+    }
+    claiming = true;
+    claimRun = claimDue().finally(() => {
+      claiming = false;
+      claimRun = null;
+    });
+  }
+
+  const timer = setInterval(tick, options.pollMs ?? 1000);
+  timer.unref();
+  // Every process hears each enqueuing commit; the claims' SKIP LOCKED shares the jobs out.
+  // Until the LISTEN is up (or while it reconnects) the poll alone finds them.
+  const listener = database.sql
+    .listen(
+      JOBS_CHANNEL,
+      (payload) => {
+        if (payload === kind.name) tick();
+      },
+      tick,
+    )
+    .catch((error: unknown) => {
+      log.warn({ err: error, job: kind.name }, 'job runner could not listen; polling only');
+      return null;
+    });
+  tick();
+  const runner: JobRunner = {
+    wake: tick,
+    listening: listener.then((listen) => listen !== null),
+    async stop() {
+      stopped = true;
+      clearInterval(timer);
+      live.get(kind.name)?.delete(runner);
+      await (await listener)?.unlisten().catch(() => {});
+      // Rows a claim in progress takes are started before it ends: wait for it first.
+      await claimRun;
+      await Promise.allSettled([...inFlight]);
+    },
+  };
+  live.set(kind.name, (live.get(kind.name) ?? new Set()).add(runner));
+  return runner;
+}
+
+/** The NOTIFY of an enqueuing commit, as a statement of the caller's transaction. */
+export function notifyJobs(kindName: string): SQL {
+  return sql`pg_notify(${JOBS_CHANNEL}, ${kindName})`;
+}

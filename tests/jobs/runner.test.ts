@@ -1,0 +1,161 @@
+// The one job runner (src/jobs): a kind defined as a plugin defines one (defineJob,
+// enqueueJob through the SDK), run against the real database: enqueued in a transaction,
+// woken by its commit, retried after a failure, retried after a dead runner's lease, held
+// to its concurrency, and fair across workspaces.
+import { afterAll, beforeAll, expect, test } from '@jest/globals';
+import { defineJob, enqueueJob, JobRetry, workspaceShare } from '../../src/plugin-sdk/index.js';
+import { claimJobs, startJobRunner, type JobRunner } from '../../src/jobs/runner.js';
+import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { createWorkspace } from '../support/factories.js';
+import { captureLogger, testConfig } from '../support/service.js';
+
+let db: TestDatabase;
+const runners: JobRunner[] = [];
+const { log } = captureLogger();
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+});
+afterAll(async () => {
+  await Promise.all(runners.map((runner) => runner.stop()));
+  await db.drop();
+});
+
+async function run(
+  kind: Parameters<typeof startJobRunner>[0],
+  env: Record<string, string> = {},
+): Promise<JobRunner> {
+  const runner = startJobRunner(kind, {
+    database: db.database,
+    config: testConfig(env),
+    log,
+    pollMs: 3_600_000,
+  });
+  runners.push(runner);
+  // With the poll an hour away, only the LISTEN wakes it: be sure it is up.
+  expect(await runner.listening).toBe(true);
+  return runner;
+}
+
+/** Resolves when `check` holds, polling the database every 20 ms for at most 10 s. */
+async function until(check: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error('never happened');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+async function jobRow(id: string) {
+  const [row] = await db.database.sql<
+    { status: string; attempts: number; last_error: string | null; due_in: number }[]
+  >`select status, attempts, last_error, extract(epoch from run_at - now())::float8 as due_in
+    from jobs where id = ${id}`;
+  return row;
+}
+
+test('a plugin-defined kind runs once its enqueuing transaction commits, and its row goes', async () => {
+  const seen: unknown[] = [];
+  const kind = defineJob<{ n: number }>({
+    kind: 'test.echo',
+    run: async (job) => {
+      seen.push(job.payload);
+    },
+  });
+  await run(kind);
+  const workspace = await createWorkspace(db.database.db);
+  const id = await db.database.db.transaction((tx) =>
+    enqueueJob(tx, kind, { workspaceId: workspace.id, payload: { n: 7 } }),
+  );
+  await until(async () => (await jobRow(id)) === undefined);
+  expect(seen).toEqual([{ n: 7 }]);
+});
+
+test('a failed attempt is recorded and retried after its wait; the next attempt succeeds', async () => {
+  let calls = 0;
+  const kind = defineJob<null>({
+    kind: 'test.flaky',
+    retryDelayMs: () => 60_000,
+    run: async () => {
+      calls += 1;
+      if (calls === 1) throw new JobRetry('platform said 503');
+    },
+  });
+  const runner = await run(kind);
+  const workspace = await createWorkspace(db.database.db);
+  const id = await db.database.db.transaction((tx) =>
+    enqueueJob(tx, kind, { workspaceId: workspace.id, payload: null }),
+  );
+  await until(async () => (await jobRow(id))?.last_error === 'platform said 503');
+  const failed = await jobRow(id);
+  expect(failed).toMatchObject({ status: 'pending', attempts: 1 });
+  expect(failed!.due_in).toBeGreaterThan(50);
+  await db.database.sql`update jobs set run_at = now() where id = ${id}`;
+  runner.wake();
+  await until(async () => (await jobRow(id)) === undefined);
+  expect(calls).toBe(2);
+});
+
+test('a job whose runner died mid-attempt runs again once the lease has run out', async () => {
+  const kind = defineJob<null>({ kind: 'test.lease', leaseMs: 60_000, run: async () => {} });
+  const workspace = await createWorkspace(db.database.db);
+  const id = await db.database.db.transaction((tx) =>
+    enqueueJob(tx, kind, { workspaceId: workspace.id, payload: null }),
+  );
+  // A runner that claims and then "dies": nothing ever writes its outcome.
+  const [claimed] = await claimJobs(db.database.db, kind.storage, {
+    limit: 1,
+    leaseMs: 60_000,
+    perWorkspace: 1,
+    running: new Map(),
+  });
+  expect(claimed?.id).toBe(id);
+  const runner = await run(kind);
+  runner.wake();
+  expect((await jobRow(id))?.due_in).toBeGreaterThan(50); // leased: not taken again
+  await db.database.sql`update jobs set run_at = now() where id = ${id}`; // the lease runs out
+  runner.wake();
+  await until(async () => (await jobRow(id)) === undefined);
+});
+
+test('at most SVC_JOBS_CONCURRENCY run at once, and one workspace never takes every slot', async () => {
+  const release: (() => void)[] = [];
+  const running = new Map<string, number>();
+  let peak = 0;
+  const kind = defineJob<{ workspace: string }>({
+    kind: 'test.slow',
+    run: (job) =>
+      new Promise<void>((resolve) => {
+        running.set(job.workspaceId, (running.get(job.workspaceId) ?? 0) + 1);
+        peak = Math.max(
+          peak,
+          [...running.values()].reduce((a, b) => a + b, 0),
+        );
+        release.push(() => {
+          running.set(job.workspaceId, running.get(job.workspaceId)! - 1);
+          resolve();
+        });
+      }),
+  });
+  const a = await createWorkspace(db.database.db);
+  const b = await createWorkspace(db.database.db);
+  await run(kind, { SVC_JOBS_CONCURRENCY: '4' });
+  for (let i = 0; i < 8; i += 1) {
+    await db.database.db.transaction((tx) =>
+      enqueueJob(tx, kind, { workspaceId: a.id, payload: { workspace: 'a' } }),
+    );
+  }
+  await until(async () => (running.get(a.id) ?? 0) === workspaceShare(4));
+  // A holds its share (3 of 4); B's job takes the slot left, at once.
+  await db.database.db.transaction((tx) =>
+    enqueueJob(tx, kind, { workspaceId: b.id, payload: { workspace: 'b' } }),
+  );
+  await until(async () => (running.get(b.id) ?? 0) === 1);
+  expect(running.get(a.id)).toBe(3);
+  // Everything drains (each job let go as it starts), never more than four at once.
+  await until(async () => {
+    for (const done of release.splice(0)) done();
+    return (await db.database.sql`select 1 from jobs where kind = 'test.slow'`).length === 0;
+  });
+  expect(peak).toBe(4);
+});
