@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { parseEnv } from 'node:util';
 import {
   readChat,
+  readHousekeeping,
   readJobs,
   readCommands,
   readFields,
@@ -54,6 +55,7 @@ export function loadConfig(env: Env): LoadedConfig {
     webhooks: readWebhooks(reader),
     chat: readChat(reader),
     jobs: readJobs(reader),
+    housekeeping: readHousekeeping(reader),
     fields: readFields(reader),
     workers: readWorkers(reader),
     commands: readCommands(reader),

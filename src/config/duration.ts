@@ -14,11 +14,13 @@ export interface DurationOptions {
   allowZero?: boolean;
   /** Largest accepted value in milliseconds; defaults to the largest safe integer. */
   maxMs?: number;
+  /** Smallest accepted value in milliseconds, above zero; defaults to 1. */
+  minMs?: number;
 }
 
 /** Parses `30s`, `1500ms`, `2m`, `1h` into milliseconds. */
 export function parseDuration(text: string, options: DurationOptions = {}): Parsed<number> {
-  const minMs = options.allowZero ? 0 : 1;
+  const minMs = options.allowZero ? 0 : Math.max(1, options.minMs ?? 1);
   const maxMs = options.maxMs ?? Number.MAX_SAFE_INTEGER;
   const match = DURATION.exec(text);
   const ms = match ? Number(match[1]) * UNIT_MS[match[2] as keyof typeof UNIT_MS] : NaN;
@@ -27,7 +29,7 @@ export function parseDuration(text: string, options: DurationOptions = {}): Pars
 }
 
 function describe(minMs: number, maxMs: number): string {
-  const floor = minMs === 0 ? 'zero or more' : 'above zero';
+  const floor = minMs === 0 ? 'zero or more' : minMs === 1 ? 'above zero' : `of at least ${minMs}ms`;
   const ceiling = maxMs === Number.MAX_SAFE_INTEGER ? '' : ` and at most ${maxMs}ms`;
   return `must be a duration ${floor}${ceiling}, a whole number followed by ms, s, m or h (such as 30s)`;
 }

@@ -11,6 +11,7 @@ import {
   hexKey,
   listenAddress,
   port,
+  retentionDuration,
   text,
   timerDuration,
   webhookAllowList,
@@ -148,6 +149,15 @@ export function readChat(env: EnvReader): Config['chat'] {
 export function readJobs(env: EnvReader): Config['jobs'] {
   return {
     concurrency: env.group('jobs').read('SVC_JOBS_CONCURRENCY', wholeNumber(1, 256), '16'),
+  };
+}
+
+/** How long housekeeping keeps what it sweeps by age (docs/limits.md, "Tables fed from outside"). */
+export function readHousekeeping(env: EnvReader): Config['housekeeping'] {
+  return {
+    eventsRetentionMs: env
+      .group('housekeeping')
+      .read('SVC_EVENTS_RETENTION', retentionDuration, '168h'),
   };
 }
 

@@ -52,6 +52,11 @@ export const duration = fromParser((t) => parseDuration(t));
  */
 export const timerDuration = fromParser((t) => parseDuration(t, { maxMs: MAX_TIMER_MS }));
 /** SVC_TENANT_MACHINE_GRACE: `0s` stops recording at once (SPEC 8.2). */
+/**
+ * How long housekeeping keeps rows (SVC_EVENTS_RETENTION): at least an hour, so a row is
+ * never swept while the work that wrote it (a live stream, a delivery) may still read it.
+ */
+export const retentionDuration = fromParser((t) => parseDuration(t, { minMs: 3_600_000 }));
 export const graceDuration = fromParser((t) => parseDuration(t, { allowZero: true }));
 
 /** SVC_ADDR; `:8080` means every interface, as in Go (`host` is then ''). */

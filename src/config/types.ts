@@ -127,6 +127,13 @@ export interface Config {
     /** Background jobs of one kind in flight at once per process (a kind may ask fewer). */
     concurrency: number;
   };
+  housekeeping: {
+    /**
+     * SVC_EVENTS_RETENTION: an event no pending delivery needs, and a settled delivery
+     * counted from its last attempt, are removed this long after.
+     */
+    eventsRetentionMs: number;
+  };
   fields: {
     entriesMax: number;
   };
@@ -161,6 +168,7 @@ export type ConfigGroup =
   | 'webhooks'
   | 'chat'
   | 'jobs'
+  | 'housekeeping'
   | 'fields'
   | 'workers'
   | 'commands';

@@ -60,4 +60,18 @@ describe('parseDuration', () => {
     });
     expect(parseDuration('597h', options).ok).toBe(false);
   });
+
+  test('accepts the smallest duration it is given and refuses one millisecond less', () => {
+    const options = { minMs: 3_600_000 };
+    expect(parseDuration('1h', options)).toEqual({ ok: true, value: 3_600_000 });
+    expect(parseDuration('3599999ms', options)).toEqual({
+      ok: false,
+      refusals: [
+        {
+          message:
+            'must be a duration of at least 3600000ms, a whole number followed by ms, s, m or h (such as 30s)',
+        },
+      ],
+    });
+  });
 });
