@@ -24,14 +24,7 @@ function sweepsOf({ config, plugins = [] }: HousekeepingDeps): PluginSweep[] {
   const keepAttemptsMs = Math.max(LOGIN_FAILURES.windowMs, config.invitations.resetTtlMs);
   return [
     { name: 'sessions', run: (db) => deleteExpiredSessions(db) },
-    {
-      name: 'attempts',
-      // Not counted: the delete answers no rows (attempts can be many).
-      run: async (db) => {
-        await deleteOldAttempts(db, keepAttemptsMs);
-        return 0;
-      },
-    },
+    { name: 'attempts', run: (db) => deleteOldAttempts(db, keepAttemptsMs) },
     {
       // Expired and past the cooldown, a reset link counts for nothing: not live, and too
       // old to hold back another mail. Requests for an address add them (SVC_RESET_LINKS).

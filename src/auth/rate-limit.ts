@@ -50,9 +50,11 @@ export async function refundAttempt(db: Db, attemptId: string): Promise<void> {
   await db.delete(rateEvents).where(eq(rateEvents.id, attemptId));
 }
 
-/** Drops attempts older than any window still counting them. */
-export async function deleteOldAttempts(db: Db, olderThanMs: number): Promise<void> {
-  await db
+/** Drops attempts older than any window still counting them; answers how many went. */
+export async function deleteOldAttempts(db: Db, olderThanMs: number): Promise<number> {
+  const gone = await db
     .delete(rateEvents)
-    .where(lt(rateEvents.at, sql`now() - make_interval(secs => ${olderThanMs / 1000})`));
+    .where(lt(rateEvents.at, sql`now() - make_interval(secs => ${olderThanMs / 1000})`))
+    .returning({ id: rateEvents.id });
+  return gone.length;
 }

@@ -38,10 +38,28 @@ describe('housekeeping', () => {
     await takeAttempt(db.database.db, { ...budget, key: '192.0.2.2' });
     await db.database
       .sql`update rate_events set at = now() - interval '2 hours' where key = '192.0.2.1'`;
-    await deleteOldAttempts(db.database.db, 60 * 60 * 1000);
+    expect(await deleteOldAttempts(db.database.db, 60 * 60 * 1000)).toBe(1);
     const keys = await db.database.sql`select key from rate_events order by key`;
     expect(keys.map((row) => row.key)).toEqual(['192.0.2.2']);
   });
+});
+
+test('the attempts sweep reports the rows it removed', async () => {
+  const budget = { bucket: 'reset', limit: 10, windowMs: 60_000 } as const;
+  for (const key of ['198.51.100.1', '198.51.100.2', '198.51.100.3']) {
+    await takeAttempt(db.database.db, { ...budget, key });
+  }
+  await db.database.sql`
+    update rate_events set at = now() - interval '3 hours' where key like '198.51.100.%'
+      and key <> '198.51.100.3'`;
+  const removed = await runHousekeeping({
+    config: testConfig(),
+    database: db.database,
+    log: captureLogger().log,
+  });
+  expect(removed.attempts).toBe(2);
+  const left = await db.database.sql`select key from rate_events where key like '198.51.100.%'`;
+  expect(left.map((row) => row.key)).toEqual(['198.51.100.3']);
 });
 
 describe('reset links', () => {
