@@ -1,6 +1,8 @@
 import { sql } from 'drizzle-orm';
 import type { Config } from '../config.js';
 import type { Database } from '../db/client.js';
+import { events } from '../events/tables.js';
+import { deleteOldEvents } from '../events/queries.js';
 import { deleteOldFailedJobs } from '../jobs/index.js';
 import type { Logger } from '../log.js';
 import type { PluginSweep } from '../plugin-host/definition.js';
@@ -8,8 +10,36 @@ import type { LoadedPlugin } from '../plugin-host/host.js';
 import { LOGIN_FAILURES } from './login.js';
 import { deleteOldAttempts } from './rate-limit.js';
 import { deleteExpiredSessions } from './sessions.js';
+import {
+  deleteRemovedWebhooks,
+  deleteSettledDeliveries,
+  pendingDeliveryOf,
+} from '../webhooks/queries.js';
 
 const HOUR_MS = 60 * 60 * 1000;
+
+/** Rows one round of a batched sweep deletes at most. */
+export const SWEEP_BATCH = 1000;
+
+/**
+ * A sweep of a table that may hold a large backlog: `deleteRound(limit)` deletes at most
+ * `limit` expired rows in one statement (so in its own short transaction) and answers how
+ * many went; rounds follow one another until one removes fewer than `limit`. No round
+ * holds locks or a snapshot for long, whatever the backlog, and processes sweeping at once
+ * share the rows when each round picks them with FOR UPDATE SKIP LOCKED. Answers the rows
+ * removed in all.
+ */
+export async function sweepInBatches(
+  deleteRound: (limit: number) => Promise<number>,
+  batch: number = SWEEP_BATCH,
+): Promise<number> {
+  let removed = 0;
+  for (;;) {
+    const round = await deleteRound(batch);
+    removed += round;
+    if (round < batch) return removed;
+  }
+}
 
 export interface HousekeepingDeps {
   config: Config;
@@ -22,6 +52,7 @@ export interface HousekeepingDeps {
 /** The core's sweeps and every loaded plugin's, each named `<plugin>: <name>` for the log. */
 function sweepsOf({ config, plugins = [] }: HousekeepingDeps): PluginSweep[] {
   const keepAttemptsMs = Math.max(LOGIN_FAILURES.windowMs, config.invitations.resetTtlMs);
+  const keepEventsMs = config.housekeeping.eventsRetentionMs;
   return [
     { name: 'sessions', run: (db) => deleteExpiredSessions(db) },
     { name: 'attempts', run: (db) => deleteOldAttempts(db, keepAttemptsMs) },
@@ -39,6 +70,23 @@ function sweepsOf({ config, plugins = [] }: HousekeepingDeps): PluginSweep[] {
     },
     // Failed background jobs are kept a week for inspection (src/jobs).
     { name: 'failed jobs', run: (db) => deleteOldFailedJobs(db) },
+    // SVC_EVENTS_RETENTION: settled deliveries first, so the events and deleted webhooks
+    // they were the last to name go in the same round.
+    {
+      name: 'webhook deliveries',
+      run: (db) => sweepInBatches((limit) => deleteSettledDeliveries(db, keepEventsMs, limit)),
+    },
+    {
+      name: 'events',
+      run: (db) =>
+        sweepInBatches((limit) =>
+          deleteOldEvents(db, keepEventsMs, pendingDeliveryOf(events), limit),
+        ),
+    },
+    {
+      name: 'deleted webhooks',
+      run: (db) => sweepInBatches((limit) => deleteRemovedWebhooks(db, keepEventsMs, limit)),
+    },
     ...plugins.flatMap((plugin) =>
       (plugin.definition?.sweeps ?? []).map((sweep) => ({
         name: `${plugin.manifest.id}: ${sweep.name}`,

@@ -29,7 +29,8 @@ export function parseDuration(text: string, options: DurationOptions = {}): Pars
 }
 
 function describe(minMs: number, maxMs: number): string {
-  const floor = minMs === 0 ? 'zero or more' : minMs === 1 ? 'above zero' : `of at least ${minMs}ms`;
+  const floor =
+    minMs === 0 ? 'zero or more' : minMs === 1 ? 'above zero' : `of at least ${minMs}ms`;
   const ceiling = maxMs === Number.MAX_SAFE_INTEGER ? '' : ` and at most ${maxMs}ms`;
   return `must be a duration ${floor}${ceiling}, a whole number followed by ms, s, m or h (such as 30s)`;
 }

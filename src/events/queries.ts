@@ -1,4 +1,4 @@
-import { and, eq, or } from 'drizzle-orm';
+import { and, eq, or, sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
 import { events, type Event } from './tables.js';
 
@@ -42,4 +42,29 @@ export async function eventData(
     .from(events)
     .where(and(eq(events.workspaceId, workspaceId), eq(events.id, id)));
   return row?.data as Record<string, unknown> | undefined;
+}
+
+/**
+ * Housekeeping, one round: at most `limit` events recorded more than `olderThanMs` ago
+ * that nothing reads any more. `stillRead` is a condition on the `events` row from the
+ * domains that read an event after its write (the webhook outbox: a pending delivery);
+ * an event it holds stays whatever its age. Events are never replayed to streams, so
+ * nothing else reads an old one. Answers how many went.
+ */
+export async function deleteOldEvents(
+  db: Db,
+  olderThanMs: number,
+  stillRead: SQL,
+  limit: number,
+): Promise<number> {
+  const gone = await db.execute(sql`
+    delete from ${events}
+    where ctid = any(array(
+      select ctid from ${events}
+      where ${events.at} < now() - ${olderThanMs} * interval '1 millisecond'
+        and not (${stillRead})
+      limit ${limit}
+      for update skip locked))
+    returning 1`);
+  return gone.length;
 }

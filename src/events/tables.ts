@@ -24,7 +24,12 @@ export const events = pgTable(
       .notNull()
       .default(sql`clock_timestamp()`),
   },
-  (t) => [workspaceKey(t), index('events_workspace_at_idx').on(t.workspaceId, t.at)],
+  (t) => [
+    workspaceKey(t),
+    index('events_workspace_at_idx').on(t.workspaceId, t.at),
+    // Housekeeping's sweep finds the oldest events of every workspace at once.
+    index('events_at_idx').on(t.at),
+  ],
 );
 
 export type Event = typeof events.$inferSelect;

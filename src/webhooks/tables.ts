@@ -57,6 +57,10 @@ export const webhookDeliveries = pgTable(
     workspaceKey(t),
     uniqueIndex('webhook_deliveries_event_key').on(t.workspaceId, t.webhookId, t.eventId),
     index('webhook_deliveries_due_idx').on(t.status, t.nextAttemptAt),
+    // Whether a pending delivery still needs an event (the events sweep): pending rows only.
+    index('webhook_deliveries_pending_event_idx')
+      .on(t.workspaceId, t.eventId)
+      .where(sql`${t.status} = 'pending'`),
     sameWorkspaceRef(t, t.webhookId, webhooks),
   ],
 );

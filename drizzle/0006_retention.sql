@@ -1,0 +1,2 @@
+CREATE INDEX "events_at_idx" ON "events" USING btree ("at");--> statement-breakpoint
+CREATE INDEX "webhook_deliveries_pending_event_idx" ON "webhook_deliveries" USING btree ("workspace_id","event_id") WHERE "webhook_deliveries"."status" = 'pending';
