@@ -2,6 +2,7 @@
 // thread under limits and staged row by row with reasons (docs/importer.md).
 import { definePlugin } from '../../src/plugin-sdk/index.js';
 import './graph.js';
+import { importerSweeps } from './sweeps.js';
 
 export { FILE_MAX_BYTES, PARSE_LIMITS } from './service.js';
 
@@ -10,6 +11,8 @@ export default definePlugin({
   // Tokens may be narrowed to imports:read / imports:write.
   areas: ['imports'],
   events: ['import.staged', 'import.completed'],
+  // Uncommitted imports expire, committed imports' rows too (docs/importer.md).
+  sweeps: importerSweeps,
   reasons: {
     import_not_found: { code: 'NOT_FOUND', message: 'import not found' },
     mapping_invalid: { code: 'VALIDATION', message: 'mapping invalid' },

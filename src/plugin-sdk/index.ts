@@ -83,6 +83,11 @@ export {
   type IdentityContact,
 } from '../contacts/channel-contacts.js';
 export { recordEvent } from '../events/service.js';
+/**
+ * A sweep of a table that may hold a large backlog, in rounds of at most `batch` rows each
+ * its own statement (docs/plugins.md "Sweeps").
+ */
+export { sweepInBatches, SWEEP_BATCH } from '../auth/housekeeping.js';
 /** An event's `data`, and the notice a subscription receives (`ctx.events.subscribe`). */
 export { eventData } from '../events/queries.js';
 /** A subscription's stream of the caller's event notices (as `coreEvent` opens its own). */
