@@ -70,8 +70,8 @@ function sweepsOf({ config, plugins = [] }: HousekeepingDeps): PluginSweep[] {
     },
     // Failed background jobs are kept a week for inspection (src/jobs).
     { name: 'failed jobs', run: (db) => deleteOldFailedJobs(db) },
-    // SVC_EVENTS_RETENTION: settled deliveries first, so the events and deleted webhooks
-    // they were the last to name go in the same round.
+    // SVC_EVENTS_RETENTION. Settled deliveries before deleted webhooks, so a webhook whose
+    // last delivery goes is removed in the same round; an event is held by pending ones only.
     {
       name: 'webhook deliveries',
       run: (db) => sweepInBatches((limit) => deleteSettledDeliveries(db, keepEventsMs, limit)),
