@@ -249,13 +249,24 @@ async function refuseHeldElsewhere(
   }
 }
 
+/**
+ * Each of `ids` beside the identities it holds (`id`, `count`), counted along the contact
+ * index one contact at a time: grouping the workspace's identities instead read its whole
+ * index per batch (280 ms against 45 ms for 2,000 contacts among 150,000).
+ */
+const heldCounts = (workspaceId: string, ids: readonly string[]) => sql`(
+  select given.id, held.count from ${uuidsIn(ids)} as given(id)
+  cross join lateral (
+    select count(*)::int as count from ${contactIdentities}
+    where workspace_id = ${workspaceId} and contact_id = given.id
+  ) as held) as counted`;
+
 /** Throws `identities_full` if one of the contacts holds more than its cap. */
 async function refuseOverfull(tx: Db, workspaceId: string, contactIds: readonly string[]) {
   for (let i = 0; i < contactIds.length; i += BATCH) {
+    const counts = heldCounts(workspaceId, contactIds.slice(i, i + BATCH));
     const over = await tx.execute(sql`
-      select contact_id from ${contactIdentities}
-      where workspace_id = ${workspaceId} and contact_id in ${uuidsIn(contactIds.slice(i, i + BATCH))}
-      group by contact_id having count(*) > ${IDENTITIES_PER_CONTACT} limit 1`);
+      select id from ${counts} where count > ${IDENTITIES_PER_CONTACT} limit 1`);
     if (over.length > 0) throw refuse('identities_full', { max: IDENTITIES_PER_CONTACT });
   }
 }
@@ -272,11 +283,10 @@ export async function identityCounts(
   const counts = new Map<string, number>();
   const distinct = [...new Set(contactIds)];
   for (let i = 0; i < distinct.length; i += BATCH) {
-    const rows = await db.execute<{ contactId: string; count: number }>(sql`
-      select contact_id as "contactId", count(*)::int as count from ${contactIdentities}
-      where workspace_id = ${workspaceId} and contact_id in ${uuidsIn(distinct.slice(i, i + BATCH))}
-      group by contact_id`);
-    for (const row of rows) counts.set(row.contactId, row.count);
+    const held = heldCounts(workspaceId, distinct.slice(i, i + BATCH));
+    const rows = await db.execute<{ id: string; count: number }>(sql`
+      select id, count from ${held} where count > 0`);
+    for (const row of rows) counts.set(row.id, row.count);
   }
   return counts;
 }
