@@ -143,8 +143,9 @@ const reason = (code: RowReasonCode, meta: Record<string, unknown> = {}): RowRea
 
 /**
  * Every row through the mapping, in file order: its blocking reason, or the contact and
- * values it will write. Addresses held in the workspace name their holder; an address an
- * earlier row of the file holds is `identity_taken`.
+ * values it will write, or (`existing` is merge) the contact it merges into. Addresses
+ * held in the workspace, or by an earlier row of the file, are judged by `skipHeld` or
+ * `mergeHeld`.
  */
 async function judgeRows(
   db: Db,
@@ -276,6 +277,7 @@ function mergeHeld(candidates: readonly Judged[], holders: Holders, counts: Map<
       Object.assign(row, {
         ...skipped(row.line, reason('identities_full', { max: IDENTITIES_PER_CONTACT })),
         contact: undefined,
+        contactId: 'contactId' in target ? target.contactId : null,
       });
       continue;
     } else {
@@ -299,11 +301,14 @@ function severalReason(row: Judged, targets: readonly MergeTarget[]): Judged {
   const contacts = targets.filter((target) => 'contactId' in target);
   const rows = targets.filter((target) => 'row' in target);
   return {
-    ...skipped(row.line, reason('identity_taken_by_several', {
-      ownerNames: contacts.map((target) => target.name),
-      contactIds: contacts.map((target) => target.contactId),
-      lines: rows.map((target) => target.row.line),
-    })),
+    ...skipped(
+      row.line,
+      reason('identity_taken_by_several', {
+        ownerNames: contacts.map((target) => target.name),
+        contactIds: contacts.map((target) => target.contactId),
+        lines: rows.map((target) => target.row.line),
+      }),
+    ),
     contact: undefined,
   };
 }
@@ -464,7 +469,9 @@ export async function commitImport(ctx: Context, id: string): Promise<ImportView
       return done!;
     });
     // The next import's lookups plan with the contacts this one wrote.
-    await analyzeContacts(db, committed.createdCount ?? 0).catch((failure: unknown) =>
+    // Merged rows added identities too.
+    const written = (committed.createdCount ?? 0) + (committed.mergedCount ?? 0);
+    await analyzeContacts(db, written).catch((failure: unknown) =>
       ctx.log.warn({ err: failure }, 'contacts not analyzed after an import'),
     );
     return { ...committed, progress: null };
@@ -538,7 +545,9 @@ async function mergeRows(tx: Db, write: Write, batch: readonly Judged[]): Promis
   await addIdentitiesIn(
     tx,
     write.workspaceId,
-    merging.flatMap((row) => row.adds!.map((identity) => ({ contactId: row.contactId!, identity }))),
+    merging.flatMap((row) =>
+      row.adds!.map((identity) => ({ contactId: row.contactId!, identity })),
+    ),
   );
   const writes = checkedValues(merging, write.fields);
   if (writes.length > 0) {

@@ -2,7 +2,8 @@
 // an address an existing contact holds, committed plainly (those rows skipped as
 // identity_taken_by) and with `existingContacts: MERGE` (those rows merged), each through
 // the graph of a fresh `svc serve`; with a fresh 50,000-row file for scale.
-// BENCH_IMPORT_MERGE=0 runs the plain commits only (for code without the option).
+// BENCH_IMPORT_MERGE=0 runs the plain commits only (for code without the option);
+// BENCH_ROUNDS=n alternates plain and merging commits n times.
 import { randomUUID } from 'node:crypto';
 import { buildCatalogue } from '../../src/auth/access.js';
 import { createApiToken } from '../../src/auth/tokens.js';
@@ -14,6 +15,7 @@ import { scratchDatabase, startServe } from './support.js';
 
 const ROWS = Number(process.env.BENCH_IMPORT_ROWS ?? 50_000);
 const MERGE = process.env.BENCH_IMPORT_MERGE !== '0';
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 1);
 const HEADER = 'name,email,phone,tier';
 
 async function post<T>(graph: string, token: string, query: string, variables: object) {
@@ -119,14 +121,16 @@ try {
       `plain commit, ${ROWS} fresh rows: ${plainFresh.seconds.toFixed(2)} s ${JSON.stringify(plainFresh.counts)}`,
     );
     const halfTaken = () => [...lines(half, seeded), ...lines(half, fresh())];
-    const plain = await importLines(graph, token, halfTaken(), false);
-    console.log(
-      `plain commit, ${ROWS} rows, half held: ${plain.seconds.toFixed(2)} s ${JSON.stringify(plain.counts)}`,
-    );
-    if (MERGE) {
+    // Plain and merging commits alternate, so a busy machine slows both alike.
+    for (let round = 1; round <= ROUNDS; round += 1) {
+      const plain = await importLines(graph, token, halfTaken(), false);
+      console.log(
+        `round ${round}: plain commit, ${ROWS} rows, half held: ${plain.seconds.toFixed(2)} s ${JSON.stringify(plain.counts)}`,
+      );
+      if (!MERGE) continue;
       const merged = await importLines(graph, token, halfTaken(), true);
       console.log(
-        `MERGE commit, ${ROWS} rows, half held: ${merged.seconds.toFixed(2)} s ${JSON.stringify(merged.counts)}`,
+        `round ${round}: MERGE commit, ${ROWS} rows, half held: ${merged.seconds.toFixed(2)} s ${JSON.stringify(merged.counts)}`,
       );
     }
     console.log(`svc serve peak RSS: ${peakRssMb(service.child.pid!).toFixed(0)} MB`);

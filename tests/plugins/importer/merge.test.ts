@@ -297,9 +297,11 @@ describe('existingContacts: MERGE', () => {
       'Ada,ada@example.com,+1 555 9999,Gold,',
       'Ada,ada@example.com,,Gold,',
     ]);
-    expect((await rows(id, headers)).map((row) => [row.outcome, row.reason])).toEqual([
-      ['skip', { code: 'identities_full', meta: { max: 50 } }],
-      ['merge', null],
+    expect(
+      (await rows(id, headers)).map((row) => [row.outcome, row.reason, row.contactId]),
+    ).toEqual([
+      ['skip', { code: 'identities_full', meta: { max: 50 } }, ada.id],
+      ['merge', null, ada.id],
     ]);
     expect(await commit(id, headers)).toMatchObject({ mergedCount: 1, skippedCount: 1 });
     expect((await contact(ada.id, headers)).fieldValues).toEqual({ tier: 'Gold' });
