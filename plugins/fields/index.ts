@@ -8,6 +8,7 @@ import { MANAGE_FIELDS } from './graph.js';
 import {
   checkValues,
   FIELDS_CHANGED,
+  fillValuesMany,
   writableField,
   writeValues,
   writeValuesMany,
@@ -21,6 +22,7 @@ provideService('fields', {
   checkValues: (fields, values) => checkValues(fields, values),
   writeValues,
   writeValuesMany,
+  fillValuesMany,
 });
 
 const plain = (message: string) => ({ code: 'VALIDATION' as const, message });

@@ -140,6 +140,59 @@ export async function writeValuesMany(
 }
 
 /**
+ * Fills checked values of many contacts in `tx` where the contact holds none for the
+ * field: a stored value wins, and of two writes naming one contact's field the first
+ * does (a merge's rule, docs/fields.md). Null values fill nothing. Batched statements;
+ * `contact.fields_changed` per contact filled unless `event` is false. Answers each
+ * contact that gained a value with the fields it gained, in the writes' order.
+ */
+export async function fillValuesMany(
+  tx: Db,
+  input: Parameters<FieldsService['fillValuesMany']>[1],
+): Promise<{ contactId: string; fields: string[] }[]> {
+  const { workspaceId } = input;
+  const seen = new Set<string>();
+  const cells: { contactId: string; fieldId: string; value: unknown }[] = [];
+  const names = new Map<string, string>();
+  for (const { contactId, checked } of input.writes) {
+    for (const { field, value } of checked.values) {
+      const key = `${contactId}/${field.id}`;
+      if (value === null || seen.has(key)) continue;
+      seen.add(key);
+      names.set(field.id, field.name);
+      cells.push({ contactId, fieldId: field.id, value });
+    }
+  }
+  const filled = new Map<string, string[]>();
+  for (let i = 0; i < cells.length; i += WRITE_BATCH) {
+    const written = await tx.execute<{ contactId: string; fieldId: string }>(sql`
+      insert into contact_field_values (workspace_id, contact_id, field_id, value)
+      select ${workspaceId}, cell."contactId", cell."fieldId", cell.value
+      from jsonb_to_recordset(${JSON.stringify(cells.slice(i, i + WRITE_BATCH))}::jsonb)
+        as cell("contactId" uuid, "fieldId" uuid, value jsonb)
+      on conflict (workspace_id, contact_id, field_id) do nothing
+      returning contact_id as "contactId", field_id as "fieldId"`);
+    for (const { contactId, fieldId } of written) {
+      const fields = filled.get(contactId) ?? [];
+      fields.push(names.get(fieldId)!);
+      filled.set(contactId, fields);
+    }
+  }
+  const answer = [...filled].map(([contactId, fields]) => ({ contactId, fields }));
+  if (input.event === false) return answer;
+  for (const { contactId, fields } of answer) {
+    await recordEvent(tx, {
+      workspaceId,
+      name: FIELDS_CHANGED,
+      subjectId: contactId,
+      actorUserId: input.actorUserId,
+      data: { fields },
+    });
+  }
+  return answer;
+}
+
+/**
  * Writes checked values of one contact in `tx` (`writeValuesMany` for a single contact):
  * `contact.fields_changed` recorded when anything was named, unless `event` is false.
  */

@@ -4,8 +4,11 @@
 import { and, asc, eq, sql } from 'drizzle-orm';
 import {
   AppError,
+  addIdentitiesIn,
   analyzeContacts,
   createContactsIn,
+  IDENTITIES_PER_CONTACT,
+  identityCounts,
   findService,
   identityHolders,
   identityKey,
@@ -109,15 +112,28 @@ function parseMapping(
   return mapping;
 }
 
+/** What a row holding an existing contact's address does (`importSetMapping`). */
+export type ExistingContacts = 'skip' | 'merge';
+
+/** What the commit will do with a row, then (past tense) what it did. */
+export type RowOutcome = 'create' | 'merge' | 'skip' | 'created' | 'merged' | 'skipped';
+
+/** A contact a merging row goes into: one of the workspace's, or an earlier row's. */
+type MergeTarget = { contactId: string; name: string } | { row: Judged };
+
 /** A staged row read through the mapping. */
 interface Judged {
   line: number;
   reason: RowReason;
   contactId: string | null;
+  outcome: RowOutcome;
   contact?: NewContact;
   values?: Record<string, string>;
   /** For `identity_taken`: the earlier row of the file that holds the address. */
   heldBy?: Judged;
+  /** For a merge: the contact it goes into, and the identities of the row it adds. */
+  mergeInto?: MergeTarget;
+  adds?: NewContact['identities'][number][];
 }
 
 const reason = (code: RowReasonCode, meta: Record<string, unknown> = {}): RowReason => ({
@@ -127,8 +143,9 @@ const reason = (code: RowReasonCode, meta: Record<string, unknown> = {}): RowRea
 
 /**
  * Every row through the mapping, in file order: its blocking reason, or the contact and
- * values it will write. Addresses held in the workspace name their holder; an address an
- * earlier row of the file holds is `identity_taken`.
+ * values it will write, or (`existing` is merge) the contact it merges into. Addresses
+ * held in the workspace, or by an earlier row of the file, are judged by `skipHeld` or
+ * `mergeHeld`.
  */
 async function judgeRows(
   db: Db,
@@ -136,6 +153,7 @@ async function judgeRows(
   rows: readonly ImportRow[],
   mapping: readonly (string | null)[],
   fields: readonly WritableField[],
+  existing: ExistingContacts,
 ): Promise<Judged[]> {
   const fieldService = findService('fields');
   const judged: Judged[] = rows.map((row) => {
@@ -144,7 +162,7 @@ async function judgeRows(
       typeof row.reason === 'string' ? reason('legacy_text', { text: row.reason }) : row.reason;
     const structural = stored && FROM_THE_FILE.has(stored.code) ? stored : null;
     if (structural || row.cells.length === 0) {
-      return { line: row.line, reason: structural ?? reason('row_malformed'), contactId: null };
+      return skipped(row.line, structural ?? reason('row_malformed'));
     }
     const cell = (i: number) => (row.cells[i] ?? '').trim();
     let name = '';
@@ -158,18 +176,18 @@ async function judgeRows(
       } else values[target.slice('field:'.length)] = cell(i);
     });
     if (name === '' || identities.length === 0) {
-      return { line: row.line, reason: reason('row_incomplete'), contactId: null };
+      return skipped(row.line, reason('row_incomplete'));
     }
     const contact = prepareContact({ name, identities });
     if (contact instanceof AppError) {
-      return { line: row.line, reason: reason('contact_details_invalid'), contactId: null };
+      return skipped(row.line, reason('contact_details_invalid'));
     }
     const fieldReason = fieldService
       ? valuesReason(fieldService.checkValues(fields, values))
       : null;
-    if (fieldReason) return { line: row.line, reason: fieldReason, contactId: null };
+    if (fieldReason) return skipped(row.line, fieldReason);
     const kept = stored && IMPORTS_ANYWAY.has(stored.code) ? stored : null;
-    return { line: row.line, reason: kept, contactId: null, contact, values };
+    return { line: row.line, reason: kept, contactId: null, outcome: 'create', contact, values };
   });
 
   const candidates = judged.filter((row) => row.contact);
@@ -178,6 +196,27 @@ async function judgeRows(
     workspaceId,
     candidates.flatMap((row) => row.contact!.identities),
   );
+  if (existing === 'merge') {
+    const held = [...holders.values()].map((holder) => holder.contactId);
+    mergeHeld(candidates, holders, await identityCounts(db, workspaceId, held));
+  } else skipHeld(candidates, holders);
+  return judged;
+}
+
+const skipped = (line: number, why: RowReason): Judged => ({
+  line,
+  reason: why,
+  contactId: null,
+  outcome: 'skip',
+});
+
+type Holders = Map<string, { contactId: string; contactName: string }>;
+
+/**
+ * SPEC 2.10: a row holding an address a contact of the workspace holds is left out as
+ * `identity_taken_by`, one holding an address an earlier row holds as `identity_taken`.
+ */
+function skipHeld(candidates: readonly Judged[], holders: Holders): void {
   const inFile = new Map<string, Judged>();
   for (const row of candidates) {
     const keys = row.contact!.identities.map(identityKey);
@@ -188,15 +227,90 @@ async function judgeRows(
         reason: reason('identity_taken_by', { ownerName: holder.contactName }),
         contactId: holder.contactId,
         contact: undefined,
+        outcome: 'skip',
       });
     } else if (earlier) {
-      Object.assign(row, { reason: reason('identity_taken'), contact: undefined });
+      Object.assign(row, { reason: reason('identity_taken'), contact: undefined, outcome: 'skip' });
       // The earlier row's contact, once a commit creates it, holds the address.
       if (earlier.contact) row.heldBy = earlier;
     }
     for (const key of keys) if (!inFile.has(key)) inFile.set(key, row);
   }
-  return judged;
+}
+
+/**
+ * `existingContacts: merge`: a row whose addresses lead to one contact (of the workspace,
+ * or created by an earlier row of the file) merges into it, adding the addresses nobody
+ * holds; addresses leading to two contacts leave the row out as
+ * `identity_taken_by_several`, and additions past a contact's cap as `identities_full`.
+ * Rows merge in file order, so the first to fill a field fills it.
+ */
+function mergeHeld(candidates: readonly Judged[], holders: Holders, counts: Map<string, number>) {
+  const existing = new Map<string, MergeTarget>();
+  const claimed = new Map<string, MergeTarget>();
+  const held = new Map<MergeTarget, number>();
+  for (const row of candidates) {
+    const identities = row.contact!.identities;
+    const targets = new Set<MergeTarget>();
+    for (const key of identities.map(identityKey)) {
+      const holder = holders.get(key);
+      if (holder && !existing.has(holder.contactId)) {
+        existing.set(holder.contactId, { contactId: holder.contactId, name: holder.contactName });
+        held.set(existing.get(holder.contactId)!, counts.get(holder.contactId) ?? 0);
+      }
+      const target = holder ? existing.get(holder.contactId) : claimed.get(key);
+      if (target) targets.add(target);
+    }
+    if (targets.size > 1) {
+      Object.assign(row, severalReason(row, [...targets]));
+      continue;
+    }
+    const adds = identities.filter((identity) => {
+      const key = identityKey(identity);
+      return !holders.has(key) && !claimed.has(key);
+    });
+    let [target] = targets;
+    if (!target) {
+      target = { row };
+      held.set(target, identities.length);
+    } else if (held.get(target)! + adds.length > IDENTITIES_PER_CONTACT) {
+      Object.assign(row, {
+        ...skipped(row.line, reason('identities_full', { max: IDENTITIES_PER_CONTACT })),
+        contact: undefined,
+        contactId: 'contactId' in target ? target.contactId : null,
+      });
+      continue;
+    } else {
+      held.set(target, held.get(target)! + adds.length);
+      Object.assign(row, {
+        outcome: 'merge',
+        mergeInto: target,
+        adds,
+        contact: undefined,
+        contactId: 'contactId' in target ? target.contactId : null,
+      });
+    }
+    for (const { channel, identifierKey } of adds) {
+      claimed.set(identityKey({ channel, identifierKey }), target);
+    }
+  }
+}
+
+/** A row whose addresses lead to several contacts: left out, naming them. */
+function severalReason(row: Judged, targets: readonly MergeTarget[]): Judged {
+  const contacts = targets.filter((target) => 'contactId' in target);
+  const rows = targets.filter((target) => 'row' in target);
+  return {
+    ...skipped(
+      row.line,
+      reason('identity_taken_by_several', {
+        ownerNames: contacts.map((target) => target.name),
+        contactIds: contacts.map((target) => target.contactId),
+        lines: rows.map((target) => target.row.line),
+      }),
+    ),
+    contact: undefined,
+  };
 }
 
 /** The row reason a field refusal becomes (SPEC 2.10). */
@@ -221,26 +335,34 @@ async function storeReasons(db: Db, job: Import, judged: readonly Judged[]): Pro
     const lines = `{${batch.map((row) => row.line).join(',')}}`;
     const reasons = JSON.stringify(batch.map((row) => row.reason));
     const contactIds = JSON.stringify(batch.map((row) => row.contactId));
+    const outcomes = JSON.stringify(batch.map((row) => row.outcome));
     // Arrays unnested side by side, joined along the primary key: one index probe a row.
     await db.execute(sql`
-      update import_rows set reason = given.reason, contact_id = given.contact_id
+      update import_rows
+      set reason = given.reason, contact_id = given.contact_id, outcome = given.outcome
       from (
         select line, nullif(reasons.value, 'null'::jsonb) as reason,
-          (ids.value #>> '{}')::uuid as contact_id
+          (ids.value #>> '{}')::uuid as contact_id, outcomes.value #>> '{}' as outcome
         from unnest(${lines}::int[]) with ordinality as lines(line, n)
         join jsonb_array_elements(${reasons}::jsonb) with ordinality as reasons(value, n) using (n)
         join jsonb_array_elements(${contactIds}::jsonb) with ordinality as ids(value, n) using (n)
+        join jsonb_array_elements(${outcomes}::jsonb) with ordinality as outcomes(value, n)
+          using (n)
       ) as given
       where import_rows.workspace_id = ${job.workspaceId}
         and import_rows.import_id = ${job.id} and import_rows.line = given.line`);
   }
 }
 
-/** `importSetMapping`: the mapping stored and every row judged by it. */
+/**
+ * `importSetMapping`: the mapping and what rows holding an existing contact's address do
+ * stored, and every row judged by them.
+ */
 export async function setMapping(
   ctx: Context,
   id: string,
   given: readonly ColumnMapping[],
+  existing: ExistingContacts = 'skip',
 ): Promise<ImportView> {
   const { workspaceId } = signedIn(ctx);
   await findImport(ctx, id); // an unknown id is import_not_found before anything else
@@ -251,11 +373,12 @@ export async function setMapping(
     // Staged rows are what a mapping judges: none yet (or ever, once failed), none taken.
     if (job.state !== 'staged' && job.state !== 'mapped') throw refuse('mapping_locked');
     const mapping = parseMapping(job, given, targets);
-    const judged = await judgeRows(tx, job.workspaceId, await stagedRows(tx, job), mapping, fields);
+    const staged = await stagedRows(tx, job);
+    const judged = await judgeRows(tx, job.workspaceId, staged, mapping, fields, existing);
     await storeReasons(tx, job, judged);
     const [updated] = await tx
       .update(imports)
-      .set({ mapping, state: 'mapped' })
+      .set({ mapping, existingContacts: existing, state: 'mapped' })
       .where(and(eq(imports.workspaceId, job.workspaceId), eq(imports.id, job.id)))
       .returning();
     return updated!;
@@ -293,7 +416,6 @@ export async function commitImport(ctx: Context, id: string): Promise<ImportView
     throw refuse('mapping_required');
   }
   const fields = await writableFields(ctx);
-  const fieldService = findService('fields');
   const { db } = ctx.database;
   let progress: ProgressReport | undefined;
   try {
@@ -311,42 +433,27 @@ export async function commitImport(ctx: Context, id: string): Promise<ImportView
         await stagedRows(tx, job),
         job.mapping,
         fields,
+        job.existingContacts === 'merge' ? 'merge' : 'skip',
       );
+      const write = { workspaceId, actorUserId: actor.userId, fields };
       let created = 0;
+      let merged = 0;
       for (let i = 0; i < judged.length; i += BATCH) {
         const batch = judged.slice(i, i + BATCH);
-        const importable = batch.filter((row) => row.contact);
-        const ids = await createContactsIn(
-          tx,
-          workspaceId,
-          importable.map((row) => row.contact!),
-        );
-        importable.forEach((row, n) => (row.contactId = ids[n]!));
-        if (fieldService) {
-          await fieldService.writeValuesMany(tx, {
-            workspaceId,
-            actorUserId: actor.userId,
-            writes: importable
-              .filter((row) => row.values && Object.keys(row.values).length > 0)
-              .map((row) => {
-                const checked = fieldService.checkValues(fields, row.values);
-                if (checked instanceof AppError) throw checked; // judged just above
-                return { contactId: row.contactId!, checked };
-              }),
-            event: false,
-          });
-        }
+        created += await createRows(tx, write, batch);
+        merged += await mergeRows(tx, write, batch);
         heldInFile(batch);
+        for (const row of batch) row.outcome = DONE[row.outcome];
         await storeReasons(tx, job, batch);
-        created += importable.length;
         await progress!.advance(batch.length);
       }
-      const skipped = judged.length - created;
+      const skipped = judged.length - created - merged;
       const [done] = await tx
         .update(imports)
         .set({
           state: 'committed',
           createdCount: created,
+          mergedCount: merged,
           skippedCount: skipped,
           committedAt: new Date(),
         })
@@ -357,12 +464,14 @@ export async function commitImport(ctx: Context, id: string): Promise<ImportView
         name: 'import.completed',
         subjectId: job.id,
         actorUserId: actor.userId,
-        data: { created, skipped },
+        data: { created, merged, skipped },
       });
       return done!;
     });
     // The next import's lookups plan with the contacts this one wrote.
-    await analyzeContacts(db, committed.createdCount ?? 0).catch((failure: unknown) =>
+    // Merged rows added identities too.
+    const written = (committed.createdCount ?? 0) + (committed.mergedCount ?? 0);
+    await analyzeContacts(db, written).catch((failure: unknown) =>
       ctx.log.warn({ err: failure }, 'contacts not analyzed after an import'),
     );
     return { ...committed, progress: null };
@@ -374,6 +483,77 @@ export async function commitImport(ctx: Context, id: string): Promise<ImportView
       ?.end()
       .catch((failure: unknown) => ctx.log.warn({ err: failure }, 'import progress not cleared'));
   }
+}
+
+/** What a row's outcome reads once the commit did it. */
+const DONE: Record<RowOutcome, RowOutcome> = {
+  create: 'created',
+  merge: 'merged',
+  skip: 'skipped',
+  created: 'created',
+  merged: 'merged',
+  skipped: 'skipped',
+};
+
+/** What a commit writes with: the workspace, the actor, the live fields. */
+interface Write {
+  workspaceId: string;
+  actorUserId: string;
+  fields: readonly WritableField[];
+}
+
+/** The rows' checked custom field values, for the fields service's bulk writes. */
+function checkedValues(rows: readonly Judged[], fields: readonly WritableField[]) {
+  const fieldService = findService('fields');
+  if (!fieldService) return [];
+  return rows
+    .filter((row) => row.values && Object.keys(row.values).length > 0)
+    .map((row) => {
+      const checked = fieldService.checkValues(fields, row.values);
+      if (checked instanceof AppError) throw checked; // judged just above
+      return { contactId: row.contactId!, checked };
+    });
+}
+
+/** Creates the contacts of the batch's rows that create one; answers how many. */
+async function createRows(tx: Db, write: Write, batch: readonly Judged[]): Promise<number> {
+  const importable = batch.filter((row) => row.contact);
+  const ids = await createContactsIn(
+    tx,
+    write.workspaceId,
+    importable.map((row) => row.contact!),
+  );
+  importable.forEach((row, n) => (row.contactId = ids[n]!));
+  const writes = checkedValues(importable, write.fields);
+  if (writes.length > 0) {
+    await findService('fields')!.writeValuesMany(tx, { ...write, writes, event: false });
+  }
+  return importable.length;
+}
+
+/**
+ * Merges the batch's merging rows into their contacts (an earlier row's is created by
+ * now): the addresses nobody held added, the values filled where the contact has none.
+ * Answers how many rows merged.
+ */
+async function mergeRows(tx: Db, write: Write, batch: readonly Judged[]): Promise<number> {
+  const merging = batch.filter((row) => row.outcome === 'merge');
+  for (const row of merging) {
+    const target = row.mergeInto!;
+    row.contactId = 'contactId' in target ? target.contactId : target.row.contactId;
+  }
+  await addIdentitiesIn(
+    tx,
+    write.workspaceId,
+    merging.flatMap((row) =>
+      row.adds!.map((identity) => ({ contactId: row.contactId!, identity })),
+    ),
+  );
+  const writes = checkedValues(merging, write.fields);
+  if (writes.length > 0) {
+    await findService('fields')!.fillValuesMany(tx, { ...write, writes, event: false });
+  }
+  return merging.length;
 }
 
 /** The import locked for the transaction, or lock_not_available at once if it is locked. */

@@ -45,9 +45,36 @@ const ImportRowObject = builder.objectRef<ImportRow>('ImportRow').implement({
       type: 'UUID',
       nullable: true,
       description:
-        'The contact holding the row’s address (identity_taken_by), or the one it created.',
+        'The contact holding the row’s address (identity_taken_by), the one it created, or ' +
+        'the one it merges (merged) into; before the commit, a merge into a contact an ' +
+        'earlier row creates reads null.',
+    }),
+    outcome: t.exposeString('outcome', {
+      nullable: true,
+      description:
+        'What the commit will do with the row, `create`, `merge` (into the contact holding ' +
+        'its address, `existingContacts: MERGE`) or `skip`, set by the mapping; once ' +
+        'committed, what it did: `created`, `merged` or `skipped`. Null before a mapping ' +
+        '(docs/importer.md).',
     }),
   }),
+});
+
+const ExistingContactsEnum = builder.enumType('ImporterExistingContacts', {
+  description: 'What a row holding an address an existing contact holds does (docs/importer.md).',
+  values: {
+    SKIP: {
+      value: 'skip',
+      description: 'Left out as `identity_taken_by` (SPEC 2.10), the default.',
+    },
+    MERGE: {
+      value: 'merge',
+      description:
+        'Merged into that contact: the row’s other addresses nobody holds are added, its ' +
+        'field values fill the fields the contact has no value in; a row whose addresses ' +
+        'lead to two contacts is left out as `identity_taken_by_several`.',
+    },
+  } as const,
 });
 
 const ImportFieldObject = builder.objectRef<ImportTarget>('ImportField').implement({
@@ -97,7 +124,16 @@ export const ImportObject = builder.objectRef<ImportView>('Import').implement({
       description: 'Each column’s target key, or null; null until mapped.',
       resolve: (job) => job.mapping ?? null,
     }),
+    existingContacts: t.field({
+      type: ExistingContactsEnum,
+      description: 'What rows holding an existing contact’s address do, as last mapped.',
+      resolve: (job) => (job.existingContacts === 'merge' ? 'merge' : 'skip'),
+    }),
     createdCount: t.exposeInt('createdCount', { nullable: true }),
+    mergedCount: t.exposeInt('mergedCount', {
+      nullable: true,
+      description: 'Rows the commit merged into existing contacts (null before a commit).',
+    }),
     skippedCount: t.exposeInt('skippedCount', { nullable: true }),
     committedAt: t.expose('committedAt', { type: 'DateTime', nullable: true }),
     createdAt: t.expose('createdAt', { type: 'DateTime' }),
@@ -105,11 +141,15 @@ export const ImportObject = builder.objectRef<ImportView>('Import').implement({
       type: [ImportRowObject],
       description:
         'Staged rows in file order; `reason` keeps the rows with that code ("" keeps the ' +
-        'rows without one).',
+        'rows without one), `outcome` those with that outcome.',
       args: {
         first: t.arg.int({ required: false }),
         afterLine: t.arg.int({ required: false }),
         reason: t.arg.string({
+          required: false,
+          extensions: limited({ maxLength: TEXT_MAX.word }),
+        }),
+        outcome: t.arg.string({
           required: false,
           extensions: limited({ maxLength: TEXT_MAX.word }),
         }),
@@ -168,7 +208,9 @@ builder.mutationFields((t) => ({
   }),
   importSetMapping: t.field({
     type: ImportObject,
-    description: 'Maps columns to targets and judges every row by the mapping.',
+    description:
+      'Maps columns to targets, says what rows holding an existing contact’s address do, ' +
+      'and judges every row by them.',
     authScopes: writeImports,
     args: {
       id: t.arg({ type: 'UUID', required: true }),
@@ -177,14 +219,22 @@ builder.mutationFields((t) => ({
         required: true,
         extensions: limited({ maxItems: 200 }),
       }),
+      existingContacts: t.arg({
+        type: ExistingContactsEnum,
+        required: false,
+        defaultValue: 'skip',
+      }),
     },
     // Every row is read and judged, and the workspace's addresses checked: a search's worth.
     extensions: costs({ cost: WRITE + SEARCH }),
-    resolve: (_root, args, ctx) => setMapping(ctx, args.id, args.mapping),
+    resolve: (_root, args, ctx) =>
+      setMapping(ctx, args.id, args.mapping, args.existingContacts ?? 'skip'),
   }),
   importCommit: t.field({
     type: ImportObject,
-    description: 'Creates the contacts of every importable row, once, in one transaction.',
+    description:
+      'Creates the contacts of every importable row, and merges the merging ones, once, in ' +
+      'one transaction.',
     authScopes: writeImportsAndContacts,
     args: { id: t.arg({ type: 'UUID', required: true }) },
     extensions: costs({ cost: WRITE + SEARCH }),

@@ -201,11 +201,19 @@ export async function listImports(
   );
 }
 
-/** `Import.rows(first, afterLine, reason)`: rows in file order, by reason code if asked. */
+/**
+ * `Import.rows(first, afterLine, reason, outcome)`: rows in file order, by reason code or
+ * outcome if asked.
+ */
 export async function importRowsOf(
   ctx: Context,
   importId: string,
-  args: { first?: number | null; afterLine?: number | null; reason?: string | null },
+  args: {
+    first?: number | null;
+    afterLine?: number | null;
+    reason?: string | null;
+    outcome?: string | null;
+  },
 ): Promise<ImportRow[]> {
   const { workspaceId } = signedIn(ctx);
   const limit = pageSize(args.first, ctx.config);
@@ -224,6 +232,7 @@ export async function importRowsOf(
         eq(importRows.importId, importId),
         args.afterLine != null ? gt(importRows.line, args.afterLine) : undefined,
         reason,
+        args.outcome != null ? eq(importRows.outcome, args.outcome) : undefined,
       ),
     )
     .orderBy(asc(importRows.line))

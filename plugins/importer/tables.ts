@@ -25,6 +25,8 @@ export type RowReasonCode =
   | 'value_kind_mismatch'
   | 'field_unknown'
   | 'field_text_refused'
+  | 'identity_taken_by_several'
+  | 'identities_full'
   | 'legacy_text';
 
 /** A staged row's reason: null when none applies (SPEC 2.10). */
@@ -46,8 +48,14 @@ export const imports = pgTable(
     rowCount: integer().notNull(),
     /** Each column's target (`name`, `identity:email`, `field:tier`) or null; null until mapped. */
     mapping: jsonb().$type<(string | null)[]>(),
-    /** Contacts the commit created, and rows it left out. */
+    /**
+     * What a row holding an existing contact's address does: `skip` (SPEC 2.10's
+     * identity_taken_by) or `merge` into that contact; set with the mapping.
+     */
+    existingContacts: text().notNull().default('skip'),
+    /** Contacts the commit created, rows it merged into existing contacts, rows it left out. */
     createdCount: integer(),
+    mergedCount: integer(),
     skippedCount: integer(),
     committedAt: timestamp({ withTimezone: true }),
     createdBy: uuid(),
@@ -72,6 +80,11 @@ export const importRows = pgTable(
     reason: jsonb().$type<StoredReason>(),
     /** The contact holding the row's address (identity_taken_by), or the one it created. */
     contactId: uuid(),
+    /**
+     * What the commit will do with the row (`create`, `merge`, `skip`), set by a mapping,
+     * then what it did (`created`, `merged`, `skipped`); null before a mapping.
+     */
+    outcome: text(),
   },
   (t) => [
     primaryKey({ columns: [t.workspaceId, t.importId, t.line] }),

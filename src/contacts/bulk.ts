@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { and, eq, sql } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
 import { AppError, refuse } from '../errors.js';
-import { checkText, TEXT_MAX } from '../limits.js';
+import { checkText, IDENTITIES_PER_CONTACT, TEXT_MAX } from '../limits.js';
 import {
   findChannel,
   normaliseIdentity,
@@ -165,6 +165,130 @@ export async function createContactsIn(
   }
   if (newContacts.length > 0) await bumpContactCount(tx, workspaceId, newContacts.length);
   return ids;
+}
+
+/** An identity to add to an existing contact of the workspace. */
+export interface IdentityAddition {
+  contactId: string;
+  identity: NormalisedIdentity;
+}
+
+/** An identity `addIdentitiesIn` wrote. */
+export type AddedIdentity = {
+  id: string;
+  contactId: string;
+  channel: string;
+  identifier: string;
+};
+
+/** Ids as one JSON parameter, read by the database as a set of uuids. */
+const uuidsIn = (ids: readonly string[]) =>
+  sql`(select (jsonb_array_elements_text(${JSON.stringify(ids)}::jsonb))::uuid)`;
+
+/**
+ * Adds identities to existing contacts of the workspace in the caller's transaction, in
+ * batches, judged as `addContactIdentity` judges one: each contact is locked (in id order,
+ * so two bulk writers never wait on each other in a circle) and its `updatedAt` touched;
+ * an identity the contact already holds is left as it is; one another contact holds
+ * refuses the whole write with `identity_taken` naming that contact; a contact missing
+ * from the workspace refuses it with `contact_not_found`, one left holding more than
+ * IDENTITIES_PER_CONTACT with `identities_full`. Records no event (the caller records its
+ * own summary, as with `createContactsIn`). Answers the identities written.
+ */
+export async function addIdentitiesIn(
+  tx: Db,
+  workspaceId: string,
+  additions: readonly IdentityAddition[],
+): Promise<AddedIdentity[]> {
+  const contactIds = [...new Set(additions.map((addition) => addition.contactId))].sort();
+  for (let i = 0; i < contactIds.length; i += BATCH) {
+    const batch = contactIds.slice(i, i + BATCH);
+    const touched = await tx.execute<{ id: string }>(sql`
+      with locked as (
+        select id from ${contacts}
+        where workspace_id = ${workspaceId} and id in ${uuidsIn(batch)}
+        order by id for update
+      )
+      update ${contacts} set updated_at = now() from locked
+      where contacts.workspace_id = ${workspaceId} and contacts.id = locked.id
+      returning contacts.id`);
+    if (touched.length < batch.length) throw refuse('contact_not_found');
+  }
+  const rows = additions.map(({ contactId, identity }) => ({ contactId, ...identity }));
+  const added: AddedIdentity[] = [];
+  for (let i = 0; i < rows.length; i += BATCH) {
+    const batch = rows.slice(i, i + BATCH);
+    const written = await tx.execute<AddedIdentity>(sql`
+      insert into contact_identities
+        (workspace_id, contact_id, channel, identifier, identifier_key, display_name, created_at)
+      select ${workspaceId}, row."contactId", row.channel, row.identifier, row."identifierKey",
+        row."displayName", clock_timestamp()
+      from jsonb_to_recordset(${JSON.stringify(batch)}::jsonb) as row(
+        "contactId" uuid, channel text, identifier text, "identifierKey" text, "displayName" text)
+      on conflict (workspace_id, channel, identifier_key) do nothing
+      returning id, contact_id as "contactId", channel, identifier`);
+    if (written.length < batch.length) await refuseHeldElsewhere(tx, workspaceId, batch);
+    added.push(...written);
+  }
+  await refuseOverfull(tx, workspaceId, contactIds);
+  return added;
+}
+
+/** Throws `identity_taken` if another contact than the one named holds one of `batch`. */
+async function refuseHeldElsewhere(
+  tx: Db,
+  workspaceId: string,
+  batch: readonly (NormalisedIdentity & { contactId: string })[],
+): Promise<void> {
+  const holders = await identityHolders(tx, workspaceId, batch);
+  for (const identity of batch) {
+    const holder = holders.get(identityKey(identity));
+    if (holder && holder.contactId !== identity.contactId) {
+      throw refuse('identity_taken', { ownerContactId: holder.contactId });
+    }
+  }
+}
+
+/**
+ * Each of `ids` beside the identities it holds (`id`, `count`), counted along the contact
+ * index one contact at a time: grouping the workspace's identities instead read its whole
+ * index per batch (280 ms against 45 ms for 2,000 contacts among 150,000).
+ */
+const heldCounts = (workspaceId: string, ids: readonly string[]) => sql`(
+  select given.id, held.count from ${uuidsIn(ids)} as given(id)
+  cross join lateral (
+    select count(*)::int as count from ${contactIdentities}
+    where workspace_id = ${workspaceId} and contact_id = given.id
+  ) as held) as counted`;
+
+/** Throws `identities_full` if one of the contacts holds more than its cap. */
+async function refuseOverfull(tx: Db, workspaceId: string, contactIds: readonly string[]) {
+  for (let i = 0; i < contactIds.length; i += BATCH) {
+    const counts = heldCounts(workspaceId, contactIds.slice(i, i + BATCH));
+    const over = await tx.execute(sql`
+      select id from ${counts} where count > ${IDENTITIES_PER_CONTACT} limit 1`);
+    if (over.length > 0) throw refuse('identities_full', { max: IDENTITIES_PER_CONTACT });
+  }
+}
+
+/**
+ * How many identities each of `contactIds` holds in the workspace (a contact holding none,
+ * or not the workspace's, is absent): what a bulk writer judges IDENTITIES_PER_CONTACT by.
+ */
+export async function identityCounts(
+  db: Db,
+  workspaceId: string,
+  contactIds: readonly string[],
+): Promise<Map<string, number>> {
+  const counts = new Map<string, number>();
+  const distinct = [...new Set(contactIds)];
+  for (let i = 0; i < distinct.length; i += BATCH) {
+    const held = heldCounts(workspaceId, distinct.slice(i, i + BATCH));
+    const rows = await db.execute<{ id: string; count: number }>(sql`
+      select id, count from ${held} where count > 0`);
+    for (const row of rows) counts.set(row.id, row.count);
+  }
+  return counts;
 }
 
 /** Contacts a bulk write must have created before `analyzeContacts` reads the tables. */

@@ -57,7 +57,10 @@ export { contactExists, findContactRef } from '../contacts/queries.js';
 /**
  * Contacts in bulk (the importer): judged as createContact judges them, checked against
  * the workspace's identities in one read, written in the caller's transaction; the
- * planner's statistics brought up to date once that transaction committed.
+ * planner's statistics brought up to date once that transaction committed. Identities
+ * added to existing contacts in bulk (`addIdentitiesIn`), judged as addContactIdentity
+ * judges one, with the counts and the cap (IDENTITIES_PER_CONTACT) a caller judges by
+ * before writing.
  */
 export {
   prepareContact,
@@ -65,9 +68,14 @@ export {
   identityHolders,
   isWritableChannel,
   createContactsIn,
+  addIdentitiesIn,
+  identityCounts,
   analyzeContacts,
   type NewContact,
+  type IdentityAddition,
+  type AddedIdentity,
 } from '../contacts/bulk.js';
+export { IDENTITIES_PER_CONTACT } from '../limits.js';
 /**
  * A filter a plugin adds to `contactPage` (an argument of its own, turned into a condition
  * on `contacts`); declared when the backend loads.

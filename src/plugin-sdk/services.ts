@@ -62,6 +62,23 @@ export interface FieldsService {
       event?: boolean;
     },
   ): Promise<void>;
+  /**
+   * Fills checked values of many contacts where a contact holds none for the field (a
+   * merge into an existing contact: its stored value wins; of two writes naming one
+   * contact's field, the first). Batched statements; `contact.fields_changed` per contact
+   * filled unless `event` is false. Answers each contact that gained a value, with the
+   * names of the fields it gained.
+   */
+  fillValuesMany(
+    tx: Db,
+    input: {
+      workspaceId: string;
+      actorUserId: string | null;
+      writes: readonly { contactId: string; checked: CheckedFieldValues }[];
+      /** Records `contact.fields_changed` per contact filled. @default true */
+      event?: boolean;
+    },
+  ): Promise<{ contactId: string; fields: string[] }[]>;
 }
 
 /** Every plugin service by the id of the plugin that provides it. */

@@ -209,7 +209,7 @@ describe('importCommit', () => {
       order by at`;
     expect(events).toEqual([
       { name: 'import.staged', data: { importId: id, rows: 3 } },
-      { name: 'import.completed', data: { importId: id, created: 2, skipped: 1 } },
+      { name: 'import.completed', data: { importId: id, created: 2, merged: 0, skipped: 1 } },
     ]);
   });
 
