@@ -24,7 +24,12 @@ export const events = pgTable(
       .notNull()
       .default(sql`clock_timestamp()`),
   },
-  (t) => [workspaceKey(t), index('events_workspace_at_idx').on(t.workspaceId, t.at)],
+  (t) => [
+    workspaceKey(t),
+    index('events_workspace_at_idx').on(t.workspaceId, t.at),
+    // An erasure redacts the events about the records it forgets (src/events/redact.ts).
+    index('events_subject_idx').on(t.workspaceId, t.subjectId),
+  ],
 );
 
 export type Event = typeof events.$inferSelect;
