@@ -317,7 +317,7 @@ describe('root field guards', () => {
       }
     }
     expect(mismatches).toEqual([]);
-  }, 120_000);
+  }, 300_000);
 });
 
 describe('SPEC 5: who reaches invite', () => {
