@@ -240,6 +240,8 @@ export const coreReasons = {
     'CONFLICT',
     (m) => `a contact holds at most ${m.max} identities`,
   ),
+  // Not in SPEC 7.3: mergeContacts (docs/contacts.md).
+  merge_target_in_sources: reason('VALIDATION', 'a contact cannot be merged into itself'),
 } satisfies Record<string, ReasonSpec<never>>;
 
 export type CoreReason = keyof typeof coreReasons;

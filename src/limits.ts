@@ -34,6 +34,8 @@ export const DEFAULT_LIST_MAX = 100;
 export const IDENTITIES_PER_REQUEST = 20;
 /** Identities one contact holds (identities_full beyond). */
 export const IDENTITIES_PER_CONTACT = 50;
+/** Contacts one mergeContacts folds into its target (docs/contacts.md). */
+export const MERGE_SOURCES_MAX = 20;
 /** How deep an operation nests: selections, fragment spreads, list and object values. */
 export const DEPTH_MAX = 64;
 /**

@@ -1,6 +1,7 @@
 // The chat plugin (SPEC 2.11, 4.3, 6): conversations with contacts over a messaging
 // platform — its webhook pair, replies, delivery statuses and media (docs/chat.md).
 import { definePlugin, registerChannel } from '../../src/plugin-sdk/index.js';
+import { chatContactData } from './contact-data.js';
 import { CHAT_EVENTS, CHAT_SUBJECT_KEY } from './events.js';
 import { chatSweeps } from './inbound.js';
 import { mediaJob } from './media.js';
@@ -25,6 +26,8 @@ export default definePlugin({
   roles: { admin: [MANAGE_CHAT] },
   events: CHAT_EVENTS,
   eventSubjectKey: CHAT_SUBJECT_KEY,
+  // Conversations reference contacts: erased with one, moved to a merge's target.
+  contactData: chatContactData,
   reasons: {
     message_content_required: { code: 'VALIDATION', message: 'a message needs text' },
     conversation_not_found: { code: 'NOT_FOUND', message: 'conversation not found' },

@@ -64,6 +64,8 @@ export const chatConversations = pgTable(
       foreignColumns: [contacts.workspaceId, contacts.id],
     }).onDelete('cascade'),
     uniqueIndex('chat_conversations_peer_key').on(t.workspaceId, t.phoneNumberId, t.peer),
+    // A contact's conversations: erased or merged with it, and its cascade's lookup.
+    index('chat_conversations_contact_idx').on(t.workspaceId, t.contactId),
     // chatConversations: newest activity first.
     index('chat_conversations_activity_idx').on(t.workspaceId, t.lastMessageAt, t.id),
   ],

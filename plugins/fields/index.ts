@@ -2,6 +2,7 @@
 // in the process's workspace cache; values and repeater entries in the plugin's own
 // tables; a service the importer writes values through (docs/fields.md).
 import { definePlugin, provideService } from '../../src/plugin-sdk/index.js';
+import { fieldsContactData } from './contact-data.js';
 import { liveDefinitionsOf } from './definitions.js';
 import './filter.js';
 import { MANAGE_FIELDS } from './graph.js';
@@ -35,6 +36,8 @@ export default definePlugin({
   // The stock admin manages definitions; members read them and write values.
   roles: { admin: [MANAGE_FIELDS] },
   events: [FIELDS_CHANGED],
+  // Values and entries reference contacts: erased with one, folded into a merge's target.
+  contactData: fieldsContactData,
   reasons: {
     field_name_malformed: plain(
       'a field name is camelCase: a lower-case letter, then letters and digits',

@@ -1,6 +1,7 @@
 // The importer plugin (SPEC 2.10): contacts from a CSV or spreadsheet, read on a worker
 // thread under limits and staged row by row with reasons (docs/importer.md).
 import { definePlugin } from '../../src/plugin-sdk/index.js';
+import { importerContactData } from './contact-data.js';
 import './graph.js';
 import { importerSweeps } from './sweeps.js';
 
@@ -13,6 +14,8 @@ export default definePlugin({
   events: ['import.staged', 'import.completed'],
   // Uncommitted imports expire, committed imports' rows too (docs/importer.md).
   sweeps: importerSweeps,
+  // Staged rows link contacts: unlinked (and blanked) on an erasure, relinked on a merge.
+  contactData: importerContactData,
   reasons: {
     import_not_found: { code: 'NOT_FOUND', message: 'import not found' },
     mapping_invalid: { code: 'VALIDATION', message: 'mapping invalid' },

@@ -1,5 +1,6 @@
 // The importer's tables: an import and its staged rows, each with its cells and reason
 // (SPEC 2.10). drizzle.config.ts points drizzle-kit here.
+import { sql } from 'drizzle-orm';
 import {
   foreignKey,
   index,
@@ -93,6 +94,10 @@ export const importRows = pgTable(
       columns: [t.workspaceId, t.importId],
       foreignColumns: [imports.workspaceId, imports.id],
     }).onDelete('cascade'),
+    // An erased or merged contact's rows (plugins/importer/contact-data.ts).
+    index('import_rows_contact_idx')
+      .on(t.workspaceId, t.contactId)
+      .where(sql`${t.contactId} is not null`),
   ],
 );
 

@@ -4,6 +4,7 @@
 import { definePlugin } from '../../src/plugin-sdk/index.js';
 // Importing the graph module registers the plugin's types and fields on the builder.
 import './graph.js';
+import { noteContactData } from './contact-data.js';
 
 export { NOTE_BODY_MAX } from './service.js';
 
@@ -13,6 +14,8 @@ export default definePlugin({
   areas: ['notes'],
   // Recorded in the write's transaction; webhooks and live streams see it.
   events: ['note.created'],
+  // Notes reference contacts: they go with an erased contact and move on a merge.
+  contactData: noteContactData,
   reasons: {
     note_body_required: { code: 'VALIDATION', message: 'a note needs a body' },
     note_body_too_long: {

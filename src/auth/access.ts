@@ -8,10 +8,18 @@ export type Scope = `${string}:${AccessLevel}`;
 
 /** Areas the core's schema declares (SPEC 5); plugins add theirs. */
 export const coreAreas = ['users', 'contacts', 'tasks', 'webhooks', 'meta'] as const;
-export const coreCapabilities = ['manage_users', 'manage_webhooks'] as const;
-/** Stock roles (SPEC 2.2): an admin manages users and webhooks; a member works records. */
+/**
+ * `erase_records` (not in SPEC 2.2): erasing and merging contacts, and deleting any task
+ * rather than only one's own (docs/contacts.md).
+ */
+export const ERASE_RECORDS = 'erase_records';
+export const coreCapabilities = ['manage_users', 'manage_webhooks', ERASE_RECORDS] as const;
+/**
+ * Stock roles (SPEC 2.2): an admin manages users and webhooks and erases records; a member
+ * works records.
+ */
 export const coreRoles: Record<string, readonly string[]> = {
-  admin: ['manage_users', 'manage_webhooks'],
+  admin: ['manage_users', 'manage_webhooks', ERASE_RECORDS],
   member: [],
 };
 /** Stored in `api_tokens.scopes` for a token minted without `-scope`: every area. */

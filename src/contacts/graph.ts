@@ -5,6 +5,7 @@ import { costs } from '../graph/complexity.js';
 import {
   CHANNEL_FILTER,
   FILTER_COUNT,
+  ERASE,
   STATEMENT,
   WRITE,
   filtered,
@@ -13,7 +14,9 @@ import {
 import { limited } from '../graph/input-limits.js';
 import { readAheadsSelected } from '../graph/read-ahead.js';
 import { fieldsAskedOf, selects } from '../graph/selection.js';
-import { IDENTITIES_PER_REQUEST, TEXT_MAX } from '../limits.js';
+import { IDENTITIES_PER_REQUEST, MERGE_SOURCES_MAX, TEXT_MAX } from '../limits.js';
+import { ERASE_RECORDS } from '../auth/access.js';
+import { deleteContact, mergeContacts, type ContactErasure, type ContactMerge } from './erase.js';
 import { contactFilters, usedFilters } from './filters.js';
 import { contactLoaders } from './loaders.js';
 import {
@@ -139,7 +142,35 @@ const ContactIdentityPayload = builder
     }),
   });
 
+const ContactErasureObject = builder.objectRef<ContactErasure>('ContactErasure').implement({
+  description: 'What deleteContact erased (docs/contacts.md).',
+  fields: (t) => ({
+    id: t.expose('id', { type: 'UUID', description: 'The erased contact’s id.' }),
+    unlinkedTaskIds: t.field({
+      type: ['UUID'],
+      description: 'The tasks that named the contact: they stay, with contactId null.',
+      resolve: (erasure) => erasure.unlinkedTaskIds,
+    }),
+  }),
+});
+
+const ContactMergeObject = builder.objectRef<ContactMerge>('ContactMerge').implement({
+  description: 'The target after mergeContacts, and the sources folded into it and erased.',
+  fields: (t) => ({
+    contact: t.field({ type: ContactObject, resolve: (merge) => merge.contact }),
+    mergedIds: t.field({
+      type: ['UUID'],
+      description: 'The sources, each once, in the order given; they no longer exist.',
+      resolve: (merge) => merge.mergedIds,
+    }),
+  }),
+});
+
 const readContacts = { access: { scope: 'contacts:read' } } as const;
+/** Erasing or merging contacts: the token's contacts:write and the role's erase_records. */
+const eraseContacts = {
+  access: { scope: 'contacts:write', capability: ERASE_RECORDS },
+} as const;
 
 /** How many identities a createContact input carries (for its cost). */
 function identitiesIn(input: unknown): number {
@@ -266,5 +297,39 @@ builder.mutationFields((t) => ({
     authScopes: writeContacts,
     args: { id: t.arg({ type: 'UUID', required: true }) },
     resolve: (_root, args, ctx) => deleteContactIdentity(ctx, args),
+  }),
+  deleteContact: t.field({
+    type: ContactErasureObject,
+    description:
+      'Erases a contact: its identities, every plugin’s data about it (custom field values ' +
+      'and entries, conversations with their messages and media, import row links) and what ' +
+      'stored events said of it; its tasks stay with contactId null. Emits contact.deleted. ' +
+      'Needs erase_records (docs/contacts.md).',
+    authScopes: eraseContacts,
+    args: { id: t.arg({ type: 'UUID', required: true }) },
+    extensions: costs({ cost: ERASE }),
+    resolve: (_root, args, ctx) => deleteContact(ctx, args.id),
+  }),
+  mergeContacts: t.field({
+    type: ContactMergeObject,
+    description:
+      'Folds the sources into the target in one transaction: identities, task links, field ' +
+      'values (the target’s wins; repeater entries appended), conversations and import row ' +
+      `links move to the target, then the sources are erased as by deleteContact. At most ${MERGE_SOURCES_MAX} ` +
+      'sources. Emits contact.merged and a contact.deleted per source. Needs erase_records.',
+    authScopes: eraseContacts,
+    args: {
+      targetId: t.arg({ type: 'UUID', required: true }),
+      sourceIds: t.arg({
+        type: ['UUID'],
+        required: true,
+        extensions: limited({ maxItems: MERGE_SOURCES_MAX }),
+      }),
+    },
+    // The target's write and one erasure per source.
+    extensions: costs({
+      cost: (args) => ERASE * (1 + (Array.isArray(args.sourceIds) ? args.sourceIds.length : 0)),
+    }),
+    resolve: (_root, args, ctx) => mergeContacts(ctx, args),
   }),
 }));

@@ -29,6 +29,8 @@ export const events = pgTable(
     index('events_workspace_at_idx').on(t.workspaceId, t.at),
     // Housekeeping's sweep finds the oldest events of every workspace at once.
     index('events_at_idx').on(t.at),
+    // An erasure redacts the events about the records it forgets (src/events/redact.ts).
+    index('events_subject_idx').on(t.workspaceId, t.subjectId),
   ],
 );
 

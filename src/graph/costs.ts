@@ -11,6 +11,13 @@ export const STATEMENT = 5;
 export const WRITE = 20;
 
 /**
+ * Erasing one contact: the write, every plugin's erase hook (its conversations, messages
+ * and media bytes, field values, import links), the task links and the events it redacts
+ * (docs/contacts.md has the measured figures). A merge pays it once per contact it touches.
+ */
+export const ERASE = 100;
+
+/**
  * A search (`q`): trigram scans of a workspace's names, display names and identifier
  * digits, then the matches read by key. A broad fragment over a million contacts costs
  * tens of milliseconds: two searches with their counts fill an operation.

@@ -54,6 +54,42 @@ export interface PluginSweep {
   run(db: Db): Promise<number>;
 }
 
+/**
+ * What a plugin's `contactData` hooks receive: the erasing or merging transaction, its
+ * workspace and the process's configuration. Every statement runs on `db`, so the plugin's
+ * rows go with the contact or not at all.
+ */
+export interface ContactDataScope {
+  /** The transaction that erases or merges the contacts; they are locked (FOR UPDATE). */
+  db: Db;
+  workspaceId: string;
+  config: Config;
+}
+
+/**
+ * How a plugin's own rows follow a contact (docs/contacts.md): required of every plugin
+ * whose tables name contacts (a foreign key to `contacts` in its migrations, or a column
+ * holding a contact's id). The core calls them in the erasing or merging transaction,
+ * after locking the contacts and before deleting them.
+ */
+export interface ContactDataHooks {
+  /**
+   * Removes (or unlinks) every row of the plugin naming these contacts, and whatever else
+   * the plugin stores that names them (its events' data through `redactEvents`). Nothing
+   * naming them may stay readable through the plugin's fields or routes afterwards.
+   */
+  erase(scope: ContactDataScope, contactIds: readonly string[]): Promise<void>;
+  /**
+   * Moves the sources' rows to the target (the target's own wins where both hold one);
+   * the sources are erased right after, through `erase`. May refuse (throw a reason), which
+   * rolls the merge back.
+   */
+  merge(
+    scope: ContactDataScope,
+    move: { targetId: string; sourceIds: readonly string[] },
+  ): Promise<void>;
+}
+
 export interface ReasonDeclaration {
   code: ErrorCode;
   message: string | ((meta: Meta) => string);
@@ -99,6 +135,12 @@ export interface PluginDefinition {
    */
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- each kind has its own fields
   jobs?: readonly JobKind<any>[];
+  /**
+   * How the plugin's rows follow an erased or merged contact (docs/contacts.md). Required
+   * when the plugin's migrations reference `contacts`: loading such a plugin without it
+   * fails.
+   */
+  contactData?: ContactDataHooks;
   /** Called once the server's migrations ran, before it takes requests. */
   start?(runtime: PluginRuntime): void | Promise<void>;
   /** Called at shutdown, bounded by SVC_SHUTDOWN_STOP_GRACE. */

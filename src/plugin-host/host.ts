@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { migrationsReferenceContacts, registerContactData } from '../contacts/contact-data.js';
 import { registerReason } from '../errors.js';
 import { fixSubjectKey } from '../events/subject.js';
 import type { MigrationSet } from '../db/migrate.js';
@@ -52,9 +53,31 @@ export async function loadPlugins(options: LoadOptions = {}): Promise<LoadedPlug
     if (definition?.eventSubjectKey) {
       for (const name of definition.events ?? []) fixSubjectKey(name, definition.eventSubjectKey);
     }
-    loaded.push({ manifest, folder, definition, migrations: migrationSet(folder, manifest.id) });
+    const migrations = migrationSet(folder, manifest.id);
+    holdContactData(manifest, definition, migrations);
+    loaded.push({ manifest, folder, definition, migrations });
   }
   return loaded;
+}
+
+/**
+ * Registers the plugin's `contactData` hooks; a plugin whose tables reference contacts
+ * without declaring them is refused, so an erased contact never leaves its rows behind
+ * (docs/contacts.md).
+ */
+function holdContactData(
+  manifest: PluginManifest,
+  definition: PluginDefinition | null,
+  migrations: MigrationSet | null,
+): void {
+  if (definition?.contactData) {
+    registerContactData(manifest.id, definition.contactData);
+  } else if (migrations && migrationsReferenceContacts(migrations.folder)) {
+    throw new PluginManifestError(
+      `plugin ${manifest.id}: its tables reference contacts, so it must declare contactData ` +
+        '{ erase, merge } (docs/contacts.md)',
+    );
+  }
 }
 
 async function importBackend(folder: string, manifest: PluginManifest): Promise<PluginDefinition> {

@@ -8,6 +8,8 @@ import type { BuilderTypes } from '../graph/builder.js';
 import type { PluginDefinition } from '../plugin-host/definition.js';
 
 export type {
+  ContactDataHooks,
+  ContactDataScope,
   HttpMethod,
   PluginDefinition,
   PluginRoute,
@@ -96,6 +98,12 @@ export { recordEvent } from '../events/service.js';
  * its own statement (docs/plugins.md "Sweeps").
  */
 export { sweepInBatches, SWEEP_BATCH } from '../auth/housekeeping.js';
+/**
+ * A plugin's `contactData.erase` redacts its own events about what it erases (a note's
+ * `note.created`, a conversation's `chat.message.received`): each keeps its id, name, time
+ * and subject id; the rest of its `data` goes (docs/contacts.md, "Events").
+ */
+export { redactEvents } from '../events/redact.js';
 /** An event's `data`, and the notice a subscription receives (`ctx.events.subscribe`). */
 export { eventData } from '../events/queries.js';
 /** A subscription's stream of the caller's event notices (as `coreEvent` opens its own). */

@@ -7,6 +7,7 @@ import { taskLoaders } from './loaders.js';
 import { openTasksFromColumn, openTasksOfContactColumn } from './queries.js';
 import {
   createTask,
+  deleteTask,
   getTask,
   listTasks,
   updateTask,
@@ -16,6 +17,7 @@ import {
 } from './service.js';
 import type { Task } from './tables.js';
 import { costs } from '../graph/complexity.js';
+import { WRITE } from '../graph/costs.js';
 import { limited } from '../graph/input-limits.js';
 import type { Context } from '../context.js';
 import type { ReadAhead } from '../graph/read-ahead.js';
@@ -126,6 +128,11 @@ const UpdateTaskInput = builder.inputType('UpdateTaskInput', {
   }),
 });
 
+const TaskDeletionObject = builder.objectRef<{ id: string }>('TaskDeletion').implement({
+  description: 'The task deleteTask removed.',
+  fields: (t) => ({ id: t.expose('id', { type: 'UUID' }) }),
+});
+
 builder.queryFields((t) => ({
   task: t.field({
     type: TaskObject,
@@ -170,6 +177,16 @@ builder.mutationFields((t) => ({
       input: t.arg({ type: UpdateTaskInput, required: true }),
     },
     resolve: (_root, args, ctx) => updateTask(ctx, args.id, args.input),
+  }),
+  deleteTask: t.field({
+    type: TaskDeletionObject,
+    description:
+      'Deletes a task: its assignee, its creator or a holder of erase_records (the stock ' +
+      'admin) may; anyone else is refused capability_missing. Emits task.deleted to the assignee.',
+    authScopes: { access: { scope: 'tasks:write' } },
+    args: { id: t.arg({ type: 'UUID', required: true }) },
+    extensions: costs({ cost: WRITE }),
+    resolve: (_root, args, ctx) => deleteTask(ctx, args.id),
   }),
 }));
 

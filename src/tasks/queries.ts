@@ -264,3 +264,40 @@ export const openTasksOfContactColumn = sql<unknown>`coalesce((
 
 /** {@link openTasksOfContactColumn}'s value as the domain's rows. */
 export const openTasksFromColumn = (json: unknown): Task[] => openTaskRows.revive(json);
+
+/**
+ * Points the tasks of `contactIds` at `targetId`, or at no contact when it is null (an
+ * erasure: the task stays, SPEC 2.4's link cleared). Answers the tasks' ids.
+ */
+export async function relinkContactTasks(
+  db: Db,
+  workspaceId: string,
+  contactIds: readonly string[],
+  targetId: string | null,
+): Promise<string[]> {
+  if (contactIds.length === 0) return [];
+  const rows = await db
+    .update(tasks)
+    .set({ contactId: targetId, updatedAt: sql`now()` })
+    .where(
+      and(
+        eq(tasks.workspaceId, workspaceId),
+        sql`${tasks.contactId} = any(${`{${contactIds.join(',')}}`}::uuid[])`,
+      ),
+    )
+    .returning({ id: tasks.id });
+  return rows.map((row) => row.id);
+}
+
+/** Deletes a task of the workspace; answers it, or undefined when there was none. */
+export async function deleteTaskRow(
+  db: Db,
+  workspaceId: string,
+  id: string,
+): Promise<Task | undefined> {
+  const [row] = await db
+    .delete(tasks)
+    .where(and(eq(tasks.workspaceId, workspaceId), eq(tasks.id, id)))
+    .returning();
+  return row;
+}

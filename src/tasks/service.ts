@@ -1,4 +1,5 @@
 import { contactExists } from '../contacts/queries.js';
+import { ERASE_RECORDS } from '../auth/access.js';
 import { signedIn, type Context } from '../context.js';
 import type { Db } from '../db/client.js';
 import { refuse } from '../errors.js';
@@ -7,6 +8,7 @@ import { recordEvent } from '../events/service.js';
 import { userExists } from '../users/service.js';
 import {
   findTask,
+  deleteTaskRow,
   findTaskByOrigin,
   insertTaskOnce,
   selectAssigneeTasks,
@@ -243,6 +245,36 @@ export async function updateTask(ctx: Context, id: string, input: UpdateTaskInpu
       await recordTaskEvent(tx, actor.userId, 'task.completed', task, task.assigneeId);
     }
     return task;
+  });
+}
+
+/**
+ * Deletes a task for its assignee, its creator or a holder of erase_records (the stock
+ * admin); anyone else is refused capability_missing. `task.deleted` reaches the assignee.
+ */
+export async function deleteTask(ctx: Context, id: string): Promise<{ id: string }> {
+  const { actor, workspaceId } = signedIn(ctx);
+  return ctx.database.db.transaction(async (tx) => {
+    const task = await findTask(tx, workspaceId, id, { lock: true });
+    if (!task) throw refuse('task_not_found');
+    const own = task.assigneeId === actor.userId || task.createdBy === actor.userId;
+    if (!own && !actor.capabilities.has(ERASE_RECORDS)) {
+      throw refuse(
+        'capability_missing',
+        { scope: 'tasks:write', capability: ERASE_RECORDS },
+        { extensions: { capability: ERASE_RECORDS } },
+      );
+    }
+    await deleteTaskRow(tx, workspaceId, id);
+    await recordEvent(tx, {
+      workspaceId,
+      name: 'task.deleted',
+      subjectId: task.id,
+      audienceUserId: task.assigneeId,
+      actorUserId: actor.userId,
+      data: { assigneeId: task.assigneeId, contactId: task.contactId },
+    });
+    return { id: task.id };
   });
 }
 

@@ -13,9 +13,12 @@ export const CORE_EVENT_NAMES = [
   'contact.renamed',
   'contact.identity_added',
   'contact.identity_removed',
+  'contact.deleted',
+  'contact.merged',
   'task.created',
   'task.updated',
   'task.completed',
+  'task.deleted',
   'chat.message.received',
 ] as const;
 

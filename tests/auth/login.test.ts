@@ -107,12 +107,12 @@ describe('login', () => {
     });
   });
 
-  test('an admin holds manage_users and manage_webhooks and may grant every stock role', async () => {
+  test('an admin holds manage_users, manage_webhooks and erase_records and may grant every stock role', async () => {
     const { body } = await svc.graph('{ me { role capabilities grantable } }');
     expect(body.data).toEqual({
       me: {
         role: 'admin',
-        capabilities: ['manage_users', 'manage_webhooks'],
+        capabilities: ['manage_users', 'manage_webhooks', 'erase_records'],
         grantable: ['admin', 'member'],
       },
     });

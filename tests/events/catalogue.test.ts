@@ -162,6 +162,24 @@ const TRIGGERS: Record<string, Trigger> = {
     expect(body.errors).toBeUndefined();
     return { contactId: created.id, identityId, ...identity };
   },
+  'contact.deleted': async () => {
+    const created = await contact('Erased');
+    const { body } = await svc.graph('mutation ($id: UUID!) { deleteContact(id: $id) { id } }', {
+      id: created.id,
+    });
+    expect(body.errors).toBeUndefined();
+    return { contactId: created.id };
+  },
+  'contact.merged': async () => {
+    const target = await contact('Kept');
+    const source = await contact('Folded in');
+    const { body } = await svc.graph(
+      'mutation ($t: UUID!, $s: [UUID!]!) { mergeContacts(targetId: $t, sourceIds: $s) { mergedIds } }',
+      { t: target.id, s: [source.id] },
+    );
+    expect(body.errors).toBeUndefined();
+    return { contactId: target.id, sourceIds: [source.id] };
+  },
   'task.created': async () => {
     const about = await contact('Task holder');
     const id = await task('Call back', about.id);
@@ -176,6 +194,14 @@ const TRIGGERS: Record<string, Trigger> = {
     const id = await task('Finish me');
     await updateTask(id, { status: 'done' });
     return { taskId: id, status: 'done' };
+  },
+  'task.deleted': async () => {
+    const id = await task('Drop me');
+    const { body } = await svc.graph('mutation ($id: UUID!) { deleteTask(id: $id) { id } }', {
+      id,
+    });
+    expect(body.errors).toBeUndefined();
+    return { taskId: id };
   },
   'contact.fields_changed': async () => {
     const about = await contact('Has fields');

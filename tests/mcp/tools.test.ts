@@ -307,6 +307,27 @@ describe('tools with real data', () => {
   });
 });
 
+describe('an erased contact (docs/contacts.md)', () => {
+  test('get_contact answers contact not found and find_contacts no longer finds it; the tools are otherwise unchanged', async () => {
+    const gone = await createContact('Erin Erased', [
+      { channel: 'email', identifier: 'erin@erased.example' },
+    ]);
+    expect(structured(await call(me.token, 'get_contact', { id: gone.id }))).toMatchObject({
+      id: gone.id,
+      name: 'Erin Erased',
+    });
+    const { body } = await svc.graph('mutation ($id: UUID!) { deleteContact(id: $id) { id } }', {
+      id: gone.id,
+    });
+    expect(body.errors).toBeUndefined();
+    expect(errorText(await call(me.token, 'get_contact', { id: gone.id }))).toBe(
+      'contact not found',
+    );
+    const found = structured(await call(me.token, 'find_contacts', { query: 'Erin' }));
+    expect(JSON.stringify(found)).not.toContain(gone.id);
+  });
+});
+
 describe('the 200 cap', () => {
   test('counts and lists stop at 200 with capped: true', async () => {
     const busy = await caller();

@@ -121,7 +121,7 @@ describe('setUserRole', () => {
     expect(body.data?.setUserRole).toEqual({
       id: member.id,
       role: 'admin',
-      capabilities: ['manage_users', 'manage_webhooks'],
+      capabilities: ['manage_users', 'manage_webhooks', 'erase_records'],
     });
     expect((await storedUser(db, member))?.role).toBe('admin');
   });

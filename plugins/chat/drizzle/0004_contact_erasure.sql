@@ -1,0 +1,1 @@
+CREATE INDEX "chat_conversations_contact_idx" ON "chat_conversations" USING btree ("workspace_id","contact_id");

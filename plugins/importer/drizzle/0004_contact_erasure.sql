@@ -1,0 +1,1 @@
+CREATE INDEX "import_rows_contact_idx" ON "import_rows" USING btree ("workspace_id","contact_id") WHERE "import_rows"."contact_id" is not null;
