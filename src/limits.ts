@@ -34,6 +34,10 @@ export const DEFAULT_LIST_MAX = 100;
 export const IDENTITIES_PER_REQUEST = 20;
 /** Identities one contact holds (identities_full beyond). */
 export const IDENTITIES_PER_CONTACT = 50;
+/** Duplicates one `contactDuplicates` answers when `first` is left out. */
+export const DUPLICATES_DEFAULT = 10;
+/** The most duplicates one `contactDuplicates` answers (`first` above is refused). */
+export const DUPLICATES_MAX = 20;
 /** How deep an operation nests: selections, fragment spreads, list and object values. */
 export const DEPTH_MAX = 64;
 /**
