@@ -680,6 +680,12 @@ const candidate = alias(contacts, 'candidate');
  * trigram index finds at least {@link NAME_SIMILARITY} alike (`named`), each candidate
  * scored once. Every branch is an index lookup whatever the statistics say: the keys and
  * the name come from the contact's row, so each lookup is a nested loop's inner scan.
+ * The name scan keeps its workspace test outside an `offset 0` fence: without statistics
+ * (a bulk load, autovacuum off) PostgreSQL took `workspace_id = $1` for selective and
+ * ANDed the trigram bitmap with a million-row bitmap of the workspace (600 ms, not 20).
+ * The `limit 1`s tell a planner without statistics that a key names one row: it took the
+ * contact's key for 25 rows, multiplied every branch by it, and the plan's cost passed
+ * jit_above_cost, a second of JIT compiling on every run.
  *
  * `%` reads its threshold from pg_trgm.similarity_threshold; the statement sets it
  * (`set_config(…, true)`: until the end of this statement's transaction) in the row the
@@ -704,6 +710,7 @@ const duplicatesOf = prepared('svc_contact_duplicates', (db) => {
             and ${myKey} is not null) as keys
       from ${contacts}
       where ${contacts.workspaceId} = ${ws} and ${contacts.id} = ${sql.placeholder('id')}
+      limit 1
     ),
     shared as (
       select held.contact_id, k.key like 'tel:%' as phone
@@ -715,9 +722,15 @@ const duplicatesOf = prepared('svc_contact_duplicates', (db) => {
       ) held
     ),
     named as (
-      select ${near.id} as contact_id from me, ${contacts} ${near}
-      where lower(${near.name}) % me.name and ${near.workspaceId} = ${ws} and ${near.id} <> me.id
-      order by similarity(lower(${near.name}), me.name) desc, ${near.id}
+      select contact_id from (
+        select ${near.id} as contact_id, ${near.workspaceId} as workspace_id,
+          similarity(lower(${near.name}), me.name) as similarity
+        from me, ${contacts} ${near}
+        where lower(${near.name}) % me.name
+        offset 0
+      ) as alike
+      where alike.workspace_id = ${ws} and alike.contact_id <> (select id from me)
+      order by alike.similarity desc, alike.contact_id
       limit ${sql.raw(String(NAME_CANDIDATES))}
     ),
     candidates as (
@@ -728,16 +741,20 @@ const duplicatesOf = prepared('svc_contact_duplicates', (db) => {
       group by contact_id
     )
     select me.id as self, best.* from me left join lateral (
-      select ${candidate.id} as id, ${candidate.name} as name,
-        ${candidate.createdAt} as created_at, ${candidate.updatedAt} as updated_at,
-        c.address, c.phone, s.similarity,
+      select one.id, one.name, one.created_at, one.updated_at, c.address, c.phone, s.similarity,
         (1 - (1 - ${address} * c.address::int) * (1 - ${phone} * c.phone::int)
           * (1 - ${name} * case when s.similarity >= ${threshold} then s.similarity else 0 end)
         )::float8 as score
       from candidates c
-      join ${contacts} ${candidate} on ${candidate.workspaceId} = ${ws} and ${candidate.id} = c.contact_id
-      cross join lateral (select similarity(lower(${candidate.name}), me.name)::float8 as similarity) s
-      order by score desc, lower(${candidate.name}), ${candidate.id}
+      cross join lateral (
+        select ${candidate.id} as id, ${candidate.name} as name,
+          ${candidate.createdAt} as created_at, ${candidate.updatedAt} as updated_at
+        from ${contacts} ${candidate}
+        where ${candidate.workspaceId} = ${ws} and ${candidate.id} = c.contact_id
+        limit 1
+      ) one
+      cross join lateral (select similarity(lower(one.name), me.name)::float8 as similarity) s
+      order by score desc, lower(one.name), one.id
       limit ${sql.placeholder('limit')}
     ) best on true
   ) as found`;
