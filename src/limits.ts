@@ -36,6 +36,10 @@ export const IDENTITIES_PER_REQUEST = 20;
 export const IDENTITIES_PER_CONTACT = 50;
 /** Contacts one mergeContacts folds into its target (docs/contacts.md). */
 export const MERGE_SOURCES_MAX = 20;
+/** Duplicates one `contactDuplicates` answers when `first` is left out. */
+export const DUPLICATES_DEFAULT = 10;
+/** The most duplicates one `contactDuplicates` answers (`first` above is refused). */
+export const DUPLICATES_MAX = 20;
 /** How deep an operation nests: selections, fragment spreads, list and object values. */
 export const DEPTH_MAX = 64;
 /**

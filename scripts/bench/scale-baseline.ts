@@ -4,8 +4,9 @@
 // loop with the load generator: it prints `listening <url>` and serves until SIGTERM.
 import { createServer, type IncomingMessage } from 'node:http';
 import { pathToFileURL } from 'node:url';
-import type postgres from 'postgres';
+import postgres from 'postgres';
 import { parseSecret, secretMatches } from '../../src/auth/secrets.js';
+import { NAME_SIMILARITY } from '../../src/contacts/queries.js';
 import { createDatabase } from '../../src/db/client.js';
 import { decodeCursor, encodeCursor } from '../../src/paging/index.js';
 import { serviceVersion } from '../../src/meta/version.js';
@@ -14,6 +15,15 @@ import { freePort } from './support.js';
 /** The service's pool (createDatabase's default); the baseline gets the same. */
 export const POOL = 10;
 const PAGE = 50;
+/** contactDuplicates's default `first`. */
+const DUPLICATES = 10;
+
+/** src/contacts/tables.ts `identityMatchKey` over the table named `t`. */
+const KEY = (t: string) => `(case
+  when ${t}.identifier like '%@%' then lower(regexp_replace(${t}.identifier, '[+][^@]*@', '@'))
+  when ${t}.identifier ~ '^[0-9+(). /-]+$' and length(${t}.identifier_digits) >= 7
+    then 'tel:' || right(${t}.identifier_digits, 9)
+end)`;
 
 // ---------------------------------------------------------------------------- baseline
 
@@ -53,6 +63,13 @@ export async function baselineServer(databaseUrl: string) {
   const port = await freePort();
   const database = createDatabase(databaseUrl, { max: POOL });
   const sql = database.sql;
+  // contactDuplicates's floor: its connections carry the trigram threshold from the start,
+  // so its statement needs no set_config (the service sets it in its statement).
+  const similar = postgres(databaseUrl, {
+    max: POOL,
+    onnotice: () => {},
+    connection: { 'pg_trgm.similarity_threshold': String(NAME_SIMILARITY) },
+  });
 
   async function actor(req: IncomingMessage) {
     const parsed = parseSecret('a1_', (req.headers.authorization ?? '').slice(7));
@@ -151,6 +168,44 @@ export async function baselineServer(databaseUrl: string) {
         },
       };
     },
+    async contactDuplicates(ws, _user, v) {
+      // The floor of the service's statement: the same keys, lookups, scan and score, with
+      // no per-key or per-name bound, no threshold set in it, no answer told apart for an
+      // unknown contact. Its contacts are read by key (`limit 1` keeps the lateral from
+      // becoming a hash join over every contact, 870 ms, the plan it took first).
+      const rows = await similar<
+        { id: string; name: string; score: number; similarity: number }[]
+      >`with me as (select id, lower(name) as name from contacts where workspace_id = ${ws} and id = ${v.id as string}),
+        leads as (
+          select o.contact_id, ${similar.unsafe(KEY('o'))} like 'tel:%' as phone
+          from me join contact_identities i on i.workspace_id = ${ws} and i.contact_id = me.id
+          join contact_identities o on o.workspace_id = ${ws} and ${similar.unsafe(KEY('o'))} = ${similar.unsafe(KEY('i'))}
+            and o.contact_id <> me.id
+          union all
+          select c.id, null from me, contacts c
+          where lower(c.name) % me.name and c.workspace_id = ${ws} and c.id <> me.id
+        ),
+        found as (
+          select contact_id, coalesce(bool_or(not phone), false) as address,
+            coalesce(bool_or(phone), false) as phone
+          from leads group by contact_id
+        )
+        select c.id, c.name, c.created_at, c.updated_at, s.similarity,
+          1 - (1 - 0.9 * f.address::int) * (1 - 0.8 * f.phone::int)
+            * (1 - 0.7 * case when s.similarity >= ${NAME_SIMILARITY} then s.similarity else 0 end) as score
+        from found f cross join me
+        cross join lateral (select id, name, created_at, updated_at from contacts
+          where workspace_id = ${ws} and id = f.contact_id limit 1) c
+        cross join lateral (select similarity(lower(c.name), me.name)::float8 as similarity) s
+        order by score desc, lower(c.name), c.id limit ${DUPLICATES}`;
+      return {
+        contactDuplicates: rows.map((r) => ({
+          contact: { id: r.id, name: r.name },
+          score: Number(r.score),
+          nameSimilarity: r.similarity,
+        })),
+      };
+    },
     async version() {
       return { version: serviceVersion };
     },
@@ -222,6 +277,7 @@ export async function baselineServer(databaseUrl: string) {
       server.closeAllConnections();
       await closed;
       await database.close();
+      await similar.end();
     },
   };
 }

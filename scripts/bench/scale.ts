@@ -5,8 +5,12 @@
 //    the secondary indexes are dropped for the load and rebuilt from their own definitions;
 //  - measures requests/s and p50/p99 at fixed concurrency for `contactPage` (unfiltered,
 //    by name fragment, by digits), `contacts` by cursor (first page, far in), `tasks(date:)`
-//    and `contact(id)` with identities and tasks, and the CPU time per request of each
-//    serving process (less moved by the shared machine than requests a second);
+//    and `contact(id)` with identities and tasks, `contactDuplicates(id)` of a contact whose
+//    name two others share, and the CPU time per request of each serving process (less
+//    moved by the shared machine than requests a second);
+//  - `contactDuplicates` also one request at a time over 200 contacts (p50/p99 of each
+//    side alone) and its plan; BENCH_STALE=1 explains it with the statistics of contacts
+//    and contact_identities removed (in a transaction rolled back), as after a bulk load;
 //  - prints EXPLAIN (ANALYZE, BUFFERS) of the search and first-page statements and the
 //    peak RSS (VmHWM) of the `svc serve` process.
 // The baseline runs in its own process (scale-baseline.ts), as the service and the load
@@ -22,11 +26,13 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { pathToFileURL } from 'node:url';
+import { drizzle } from 'drizzle-orm/postgres-js';
 import postgres from 'postgres';
 import { buildCatalogue } from '../../src/auth/access.js';
 import { createApiToken } from '../../src/auth/tokens.js';
 import { createDatabase, withDatabaseName } from '../../src/db/client.js';
 import { encodeCursor } from '../../src/paging/index.js';
+import { selectDuplicates } from '../../src/contacts/queries.js';
 import { containing } from './scale-baseline.js';
 import { migrate, seed, type Seeded } from './scale-data.js';
 import {
@@ -144,6 +150,7 @@ const queries = {
   tasks: `query ($date: Date!) { tasks(date: $date) { edges { cursor node { id title dueOn status } } pageInfo { hasNextPage endCursor } } }`,
   contact: `query ($id: UUID!) { contact(id: $id) { ${CONTACT_FIELDS} tasks { id title dueOn status } } }`,
   version: '{ version }',
+  contactDuplicates: `query ($id: UUID!) { contactDuplicates(id: $id) { score nameSimilarity contact { id name } } }`,
 };
 
 type Sql = postgres.Sql;
@@ -191,6 +198,80 @@ async function plans(url: string, workspaceId: string, searches: string[]) {
   } finally {
     await sql.end();
   }
+}
+
+/**
+ * contactDuplicates's statement as the service runs it (src/contacts/queries.ts), explained
+ * with the statistics the database holds: `BENCH_STALE=1` runs it, in a transaction rolled
+ * back, with every statistic of contacts and contact_identities removed, as a bulk load
+ * leaves them where autovacuum is off.
+ */
+async function duplicatesPlan(url: string, workspaceId: string, id: string) {
+  const sql = postgres(url, { max: 1, onnotice: () => {} });
+  try {
+    let text = '';
+    let params: unknown[] = [];
+    const logged = drizzle(sql, {
+      casing: 'snake_case',
+      logger: { logQuery: (query, values) => void ((text = query), (params = values)) },
+    });
+    await selectDuplicates(logged, workspaceId, id, 10);
+    const stale = Boolean(process.env.BENCH_STALE);
+    await sql
+      .begin(async (tx) => {
+        if (stale) {
+          await tx`delete from pg_statistic where starelid in (
+            select oid from pg_class where relname in ('contacts', 'contact_identities')
+            union select indexrelid from pg_index
+            where indrelid in ('contacts'::regclass, 'contact_identities'::regclass))`;
+        }
+        await explain(
+          tx as unknown as Sql,
+          `contactDuplicates(id), ${stale ? 'no statistics' : 'statistics as they are'}`,
+          text,
+          params,
+        );
+        throw new Rollback();
+      })
+      .catch((error: unknown) => {
+        if (!(error instanceof Rollback)) throw error;
+      });
+  } finally {
+    await sql.end();
+  }
+}
+
+class Rollback extends Error {}
+
+/**
+ * Each body POSTed once, one at a time, to the service and then to the baseline: the
+ * latency of a single request with nothing else in flight, p50 and p99 of each.
+ */
+async function oneAtATime(
+  title: string,
+  bodies: string[],
+  to: { service: string; baseline: string; headers: Record<string, string> },
+) {
+  const time = async (url: string) => {
+    const times: number[] = [];
+    for (const body of bodies) {
+      const started = performance.now();
+      const response = await fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...to.headers },
+        body,
+      });
+      if (!response.ok) throw new Error(`${url}: HTTP ${response.status}`);
+      await response.arrayBuffer();
+      times.push(performance.now() - started);
+    }
+    times.sort((a, b) => a - b);
+    const at = (q: number) => times[Math.min(times.length - 1, Math.floor(q * times.length))]!;
+    return `p50 ${at(0.5).toFixed(1)} ms, p99 ${at(0.99).toFixed(1)} ms`;
+  };
+  const baseline = await time(to.baseline);
+  const service = await time(to.service);
+  console.log(`\n${title}: service ${service}; baseline ${baseline}`);
 }
 
 function peakRss(pid: number): string {
@@ -255,6 +336,17 @@ try {
   const [far] = await admin<{ sort_name: string; id: string }[]>`
     select lower(name) as sort_name, id from contacts where workspace_id = ${workspaceId}
     order by lower(name), id offset ${Math.floor(CONTACTS * 0.8)} limit 1`;
+  // A contact whose name two others share (the seeded names repeat), for contactDuplicates;
+  // and 200 others, the same on every run, for its one-at-a-time latency.
+  const [twin] = await admin<{ id: string }[]>`
+    select id from contacts where workspace_id = ${workspaceId}
+      and lower(name) = (select lower(name) from contacts where workspace_id = ${workspaceId}
+        group by 1 having count(*) = 3 order by 1 limit 1)
+    order by id limit 1`;
+  const twinId = twin?.id;
+  const sampled = await admin<{ id: string }[]>`
+    select id from contacts where workspace_id = ${workspaceId}
+    order by md5(id::text) limit 200`;
   await admin.end();
   const farCursor = encodeCursor('contacts', [far?.sort_name as string, far?.id as string]);
   const contactId = withTasks?.contact_id ?? (contactIds[0] as string);
@@ -288,6 +380,11 @@ try {
     },
     { name: 'contact(id) + identities + tasks', field: 'contact', variables: { id: contactId } },
     { name: '{ version } with a token', field: 'version', variables: {} },
+    {
+      name: 'contactDuplicates(id)',
+      field: 'contactDuplicates',
+      variables: { id: twinId ?? contactId },
+    },
   ];
   const scenarios = every.filter((s) => !only || only.some((word) => s.name.includes(word)));
 
@@ -412,6 +509,15 @@ try {
       );
     }
   }
+  if (scenarios.some((s) => s.field === 'contactDuplicates')) {
+    await oneAtATime(
+      'contactDuplicates(id), 200 contacts one request at a time',
+      sampled.map(({ id }) =>
+        JSON.stringify({ query: queries.contactDuplicates, variables: { id } }),
+      ),
+      { service: graph, baseline: `${baseline.url}/contactDuplicates`, headers },
+    );
+  }
   console.log(`\nsvc serve peak memory: ${peakRss(service.child.pid as number)}`);
   if (!only) await definitionTimes(graph, headers);
   await baseline.close();
@@ -419,6 +525,9 @@ try {
   await service.stop();
 
   if (!only) await plans(db.url, workspaceId, [nameFragment, broadFragment, digitsFragment]);
+  if (!only || scenarios.some((s) => s.field === 'contactDuplicates')) {
+    await duplicatesPlan(db.url, workspaceId, twinId ?? contactId);
+  }
 } finally {
   if (process.env.BENCH_KEEP || kept) console.log(`kept database ${db.name}`);
   else await db.drop();

@@ -4,6 +4,7 @@ import { connectionOf } from '../graph/connection.js';
 import { costs } from '../graph/complexity.js';
 import {
   CHANNEL_FILTER,
+  DUPLICATES,
   FILTER_COUNT,
   ERASE,
   STATEMENT,
@@ -14,13 +15,20 @@ import {
 import { limited } from '../graph/input-limits.js';
 import { readAheadsSelected } from '../graph/read-ahead.js';
 import { fieldsAskedOf, selects } from '../graph/selection.js';
-import { IDENTITIES_PER_REQUEST, MERGE_SOURCES_MAX, TEXT_MAX } from '../limits.js';
+import {
+  DUPLICATES_DEFAULT,
+  DUPLICATES_MAX,
+  IDENTITIES_PER_REQUEST,
+  MERGE_SOURCES_MAX,
+  TEXT_MAX,
+} from '../limits.js';
 import { ERASE_RECORDS } from '../auth/access.js';
 import { deleteContact, mergeContacts, type ContactErasure, type ContactMerge } from './erase.js';
 import { contactFilters, usedFilters } from './filters.js';
 import { contactLoaders } from './loaders.js';
 import {
   addContactIdentity,
+  contactDuplicates,
   contactPage,
   createContact,
   deleteContactIdentity,
@@ -30,7 +38,13 @@ import {
   type ContactPage,
   type IdentityResult,
 } from './service.js';
-import { BRIEF_IDENTITY_FIELDS, type IdentityFields, type IdentityView } from './queries.js';
+import {
+  BRIEF_IDENTITY_FIELDS,
+  NAME_SIMILARITY,
+  type DuplicateRow,
+  type IdentityFields,
+  type IdentityView,
+} from './queries.js';
 import type { Contact } from './tables.js';
 import type { Context } from '../context.js';
 
@@ -242,6 +256,68 @@ builder.queryFields((t) => ({
         identities: identityFieldsTo(info, 'items', 'identities'),
         timestamps: selects(info, 'items', 'createdAt') || selects(info, 'items', 'updatedAt'),
       }),
+  }),
+}));
+
+const DuplicateSignalEnum = builder.enumType('DuplicateSignal', {
+  description: 'Why a contact looks like the same person as another.',
+  values: {
+    IDENTIFIER: {
+      description:
+        'Both hold the same address on any channel, compared lower-cased with a `+tag` dropped.',
+    },
+    PHONE_DIGITS: {
+      description:
+        'Both hold a number (on any channel) ending in the same 9 digits, however written.',
+    },
+    NAME: {
+      description: `Their lower-cased names are at least ${NAME_SIMILARITY} alike (trigram similarity).`,
+    },
+  } as const,
+});
+
+const ContactDuplicateObject = builder.objectRef<DuplicateRow>('ContactDuplicate').implement({
+  description: 'A contact that looks like the same person as the one asked about, and why.',
+  fields: (t) => ({
+    contact: t.field({ type: ContactObject, resolve: (row) => row.contact }),
+    score: t.float({
+      description:
+        '0 to 1, higher is likelier: 1 − (1 − 0.9·IDENTIFIER)(1 − 0.8·PHONE_DIGITS)' +
+        `(1 − 0.7·nameSimilarity when NAME), each signal 1 when present, else 0.`,
+      resolve: (row) => row.score,
+    }),
+    signals: t.field({
+      type: [DuplicateSignalEnum],
+      description: 'The signals present, strongest first.',
+      resolve: (row) => [
+        ...(row.address ? (['IDENTIFIER'] as const) : []),
+        ...(row.phone ? (['PHONE_DIGITS'] as const) : []),
+        ...(row.similarity >= NAME_SIMILARITY ? (['NAME'] as const) : []),
+      ],
+    }),
+    nameSimilarity: t.float({
+      description: 'Trigram similarity of the two lower-cased names, 0 to 1, signal or not.',
+      resolve: (row) => row.similarity,
+    }),
+  }),
+});
+
+builder.queryFields((t) => ({
+  contactDuplicates: t.field({
+    type: [ContactDuplicateObject],
+    description:
+      'The contacts that look like the same person as contact `id`, best first (score, ' +
+      'then name A to Z, then id); never the contact itself. A contact is a candidate when ' +
+      "it shares an address or a number's last 9 digits with it on any channel, or its " +
+      `name is at least ${NAME_SIMILARITY} alike; docs/contacts.md has the details. ` +
+      `\`first\`: 1 to ${DUPLICATES_MAX}.`,
+    authScopes: readContacts,
+    args: {
+      id: t.arg({ type: 'UUID', required: true }),
+      first: t.arg.int({ required: false, defaultValue: DUPLICATES_DEFAULT }),
+    },
+    extensions: costs({ cost: DUPLICATES }),
+    resolve: (_root, args, ctx) => contactDuplicates(ctx, args),
   }),
 }));
 

@@ -2,7 +2,14 @@ import { signedIn, type Context } from '../context.js';
 import type { ReadAheadChoice } from '../graph/read-ahead.js';
 import type { Db } from '../db/client.js';
 import { refuse } from '../errors.js';
-import { checkText, IDENTITIES_PER_CONTACT, IDENTITIES_PER_REQUEST, TEXT_MAX } from '../limits.js';
+import {
+  checkText,
+  DUPLICATES_DEFAULT,
+  DUPLICATES_MAX,
+  IDENTITIES_PER_CONTACT,
+  IDENTITIES_PER_REQUEST,
+  TEXT_MAX,
+} from '../limits.js';
 import { recordEvent } from '../events/service.js';
 import {
   channelName,
@@ -22,7 +29,9 @@ import {
   insertContact,
   insertIdentity,
   selectContactPage,
+  selectDuplicates,
   type ContactWithIdentities,
+  type DuplicateRow,
   type IdentityFields,
   selectContactsByName,
   touchContact,
@@ -321,4 +330,22 @@ export async function contactPage(
     ? read.items.map((item) => primed(ctx, item as ContactWithIdentities))
     : read.items;
   return { items, total: read.total ?? 0, limit };
+}
+
+/**
+ * The contacts that look like the same person as contact `id`, best first: at most
+ * `first` (1 to DUPLICATES_MAX, DUPLICATES_DEFAULT when left out). One statement
+ * (src/contacts/queries.ts `selectDuplicates`); docs/contacts.md gives the score.
+ */
+export async function contactDuplicates(
+  ctx: Context,
+  args: { id: string; first?: number | null },
+): Promise<DuplicateRow[]> {
+  const first = args.first ?? DUPLICATES_DEFAULT;
+  if (!Number.isInteger(first) || first < 1 || first > DUPLICATES_MAX) {
+    throw refuse('first_out_of_range', { min: 1, max: DUPLICATES_MAX });
+  }
+  const rows = await selectDuplicates(ctx.database.db, signedIn(ctx).workspaceId, args.id, first);
+  if (!rows) throw refuse('contact_not_found');
+  return rows;
 }

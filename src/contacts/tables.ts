@@ -1,5 +1,14 @@
-import { sql } from 'drizzle-orm';
-import { bigint, index, pgTable, text, timestamp, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
+import { sql, type SQL } from 'drizzle-orm';
+import {
+  bigint,
+  index,
+  pgTable,
+  text,
+  timestamp,
+  uniqueIndex,
+  uuid,
+  type AnyPgColumn,
+} from 'drizzle-orm/pg-core';
 import { createdAt, sameWorkspaceRef, workspaceKey, workspaceOwned } from '../db/columns.js';
 import { workspaces } from '../workspaces/tables.js';
 
@@ -21,6 +30,25 @@ export const contacts = pgTable(
     index('contacts_name_trgm_idx').using('gin', sql`lower(${t.name}) gin_trgm_ops`),
   ],
 );
+
+/**
+ * What makes two identities look like the same person's, on whatever channel they sit
+ * (`contactDuplicates`, docs/contacts.md): an address (any identifier with an `@`) lower-
+ * cased with its `+tag` dropped, `Ana+crm@Example.com` → `ana@example.com`; a number
+ * (only digits and `+ ( ) . / -` and spaces, at least 7 digits) as `tel:` and its last 9
+ * digits, so `+44 7700 900123`, `07700 900123` and a chat handle `447700900123` meet;
+ * null for anything else. Immutable, so an index holds it; a read must spell it the same.
+ */
+export function identityMatchKey(t: {
+  identifier: AnyPgColumn;
+  identifierDigits: AnyPgColumn;
+}): SQL<string | null> {
+  return sql<string | null>`(case
+    when ${t.identifier} like '%@%' then lower(regexp_replace(${t.identifier}, '[+][^@]*@', '@'))
+    when ${t.identifier} ~ '^[0-9+(). /-]+$' and length(${t.identifierDigits}) >= 7
+      then 'tel:' || right(${t.identifierDigits}, 9)
+  end)`;
+}
 
 /**
  * A contact's channel identities (an address, a phone number, a chat handle). One
@@ -57,6 +85,10 @@ export const contactIdentities = pgTable(
       'gin',
       sql`${t.identifierDigits} gin_trgm_ops`,
     ),
+    // contactDuplicates: the other holders of each of a contact's match keys.
+    index('contact_identities_match_idx')
+      .on(t.workspaceId, identityMatchKey(t))
+      .where(sql`${identityMatchKey(t)} is not null`),
   ],
 );
 

@@ -24,6 +24,13 @@ export const ERASE = 100;
  */
 export const SEARCH = 500;
 
+/**
+ * `contactDuplicates`: the contact's match keys along their index, then a trigram scan of
+ * the workspace's names at similarity 0.6 (10-30 ms over a million contacts), as dear as
+ * a search.
+ */
+export const DUPLICATES = SEARCH;
+
 /** Counting every match of a filter: the filter run to its end, as costly as a search. */
 export const FILTER_COUNT = 500;
 

@@ -48,6 +48,7 @@ const expectedRules: Record<string, Expected> = {
   'Query.contact': { scope: 'contacts:read' },
   'Query.contacts': { scope: 'contacts:read' },
   'Query.contactPage': { scope: 'contacts:read' },
+  'Query.contactDuplicates': { scope: 'contacts:read' },
   'Mutation.createContact': { scope: 'contacts:write' },
   'Mutation.renameContact': { scope: 'contacts:write' },
   'Mutation.addContactIdentity': { scope: 'contacts:write' },

@@ -5,6 +5,7 @@ import { isObjectType, parse, type GraphQLSchema } from 'graphql';
 import { operationComplexity } from '../../src/graph/complexity.js';
 import {
   CHANNEL_FILTER,
+  DUPLICATES,
   FILTER_COUNT,
   PASSWORD,
   ROOT_COSTS,
@@ -57,6 +58,16 @@ describe('what a field costs', () => {
   test('a channel filter pays its walk, its count, and one point a listed channel', () => {
     expect(cost('{ contactPage(channels: ["email", "phone"], limit: 1) { total } }')).toBe(
       STATEMENT + CHANNEL_FILTER + 2 + FILTER_COUNT + 1,
+    );
+  });
+
+  test('contactDuplicates pays its lookup once and its rows as a list of first', () => {
+    const id = '00000000-0000-4000-8000-000000000000';
+    expect(cost(`{ contactDuplicates(id: "${id}") { score contact { id } } }`)).toBe(
+      DUPLICATES + 10 * (1 + 2),
+    );
+    expect(cost(`{ contactDuplicates(id: "${id}", first: 3) { score } }`)).toBe(
+      DUPLICATES + 3 * (1 + 1),
     );
   });
 
