@@ -5,6 +5,7 @@ import { and, asc, eq, sql } from 'drizzle-orm';
 import {
   AppError,
   addIdentitiesIn,
+  lockContactsIn,
   analyzeContacts,
   createContactsIn,
   IDENTITIES_PER_CONTACT,
@@ -542,6 +543,12 @@ async function mergeRows(tx: Db, write: Write, batch: readonly Judged[]): Promis
     const target = row.mergeInto!;
     row.contactId = 'contactId' in target ? target.contactId : target.row.contactId;
   }
+  // Judged before this point: a contact erased since then is refused, not a foreign-key error.
+  await lockContactsIn(
+    tx,
+    write.workspaceId,
+    merging.map((row) => row.contactId!),
+  );
   await addIdentitiesIn(
     tx,
     write.workspaceId,

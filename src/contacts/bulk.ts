@@ -308,3 +308,25 @@ export async function analyzeContacts(db: Db, created: number): Promise<void> {
   if (created < ANALYZE_AFTER_CONTACTS) return;
   await db.execute(sql`analyze ${contacts}, ${contactIdentities}`);
 }
+
+/**
+ * Locks the workspace's contacts `ids` for the caller's transaction, in id order (as an
+ * erasure or a merge takes them, so neither deadlocks with it), and refuses
+ * `contact_not_found` if one is gone: a bulk write into contacts judged earlier (an
+ * import's merging rows) then never meets a contact erased meanwhile as a foreign-key error.
+ */
+export async function lockContactsIn(
+  tx: Db,
+  workspaceId: string,
+  ids: readonly string[],
+): Promise<void> {
+  const sorted = [...new Set(ids)].sort();
+  for (let i = 0; i < sorted.length; i += BATCH) {
+    const batch = sorted.slice(i, i + BATCH);
+    const locked = await tx.execute<{ id: string }>(sql`
+      select id from ${contacts}
+      where workspace_id = ${workspaceId} and id in ${uuidsIn(batch)}
+      order by id for update`);
+    if (locked.length < batch.length) throw refuse('contact_not_found');
+  }
+}

@@ -62,7 +62,8 @@ export { contactExists, findContactRef } from '../contacts/queries.js';
  * planner's statistics brought up to date once that transaction committed. Identities
  * added to existing contacts in bulk (`addIdentitiesIn`), judged as addContactIdentity
  * judges one, with the counts and the cap (IDENTITIES_PER_CONTACT) a caller judges by
- * before writing.
+ * before writing; `lockContactsIn` locks contacts judged earlier (refusing
+ * `contact_not_found` for one erased since) before writing into them.
  */
 export {
   prepareContact,
@@ -71,6 +72,7 @@ export {
   isWritableChannel,
   createContactsIn,
   addIdentitiesIn,
+  lockContactsIn,
   identityCounts,
   analyzeContacts,
   type NewContact,

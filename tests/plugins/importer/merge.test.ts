@@ -325,3 +325,45 @@ describe('existingContacts: MERGE', () => {
     expect((await contact(mine, headers)).fieldValues).toEqual({ tier: 'Silver' });
   });
 });
+
+describe('a merge target erased while the commit runs', () => {
+  test('the commit is refused contact_not_found, not an internal error, and the import stays mapped', async () => {
+    const { headers, workspaceId } = await workspace();
+    const ada = await holder(headers, 'Ada', 'ada@example.com');
+    // Only a value to fill: the row adds no address.
+    const id = await mapped(headers, ['Ada,ada@example.com,,Silver,']);
+    expect((await rows(id, headers))[0]?.outcome).toBe('merge');
+
+    // Another transaction holds the contact, as an erasure does, and erases it once the
+    // commit, having judged its rows, waits for it.
+    const sql = svc.db.database.sql;
+    const eraser = await sql.reserve();
+    try {
+      await eraser`begin`;
+      await eraser`select id from contacts where workspace_id = ${workspaceId} and id = ${ada.id} for update`;
+      const committing = svc.graph(COMMIT, { id }, headers);
+      for (;;) {
+        const [waiting] = await sql<{ n: number }[]>`
+          select count(*)::int as n from pg_stat_activity
+          where datname = current_database() and wait_event_type = 'Lock'`;
+        if ((waiting?.n ?? 0) > 0) break;
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      await eraser`delete from contacts where workspace_id = ${workspaceId} and id = ${ada.id}`;
+      await eraser`commit`;
+      const { body } = await committing;
+      expect(body.errors?.[0]?.extensions).toMatchObject({
+        code: 'NOT_FOUND',
+        reason: 'contact_not_found',
+      });
+    } finally {
+      eraser.release();
+    }
+    const { body } = await svc.graph(
+      'query ($id: UUID!) { importJob(id: $id) { state } }',
+      { id },
+      headers,
+    );
+    expect(dataOf<{ state: string }>(body, 'importJob').state).toBe('mapped');
+  });
+});
