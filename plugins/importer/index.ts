@@ -1,6 +1,8 @@
 // The importer plugin (SPEC 2.10): contacts from a CSV or spreadsheet, read on a worker
 // thread under limits and staged row by row with reasons (docs/importer.md).
 import { definePlugin } from '../../src/plugin-sdk/index.js';
+import { exportSweep } from './export.js';
+import { exportRoute } from './export-route.js';
 import './graph.js';
 
 export { FILE_MAX_BYTES, PARSE_LIMITS } from './service.js';
@@ -9,6 +11,10 @@ export default definePlugin({
   id: 'importer',
   // Tokens may be narrowed to imports:read / imports:write.
   areas: ['imports'],
+  // The export's download: a token needs imports:read (and the route asks contacts:read).
+  routeArea: 'imports',
+  routes: [exportRoute],
+  sweeps: [exportSweep],
   events: ['import.staged', 'import.completed'],
   reasons: {
     import_not_found: { code: 'NOT_FOUND', message: 'import not found' },
@@ -23,6 +29,11 @@ export default definePlugin({
     file_too_large: {
       code: 'VALIDATION',
       message: (meta) => `the file may be at most ${String(meta.maxBytes)} bytes`,
+    },
+    export_too_large: {
+      code: 'VALIDATION',
+      message: (meta) =>
+        `an .xlsx export holds at most ${String(meta.max)} contacts; narrow it or export a CSV`,
     },
     file_unreadable: {
       code: 'VALIDATION',
