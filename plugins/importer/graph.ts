@@ -202,8 +202,8 @@ builder.mutationFields((t) => ({
 
 const ExportFormatEnum = builder.enumType('ExportFormat', {
   values: {
-    CSV: { value: 'csv', description: 'UTF-8 with a BOM, comma separated, every cell quoted.' },
-    XLSX: { value: 'xlsx', description: 'One sheet, every cell a string.' },
+    CSV: { description: 'UTF-8 with a BOM, comma separated, every cell quoted.' },
+    XLSX: { description: 'One sheet, every cell a string.' },
   } as const,
 });
 
@@ -213,7 +213,10 @@ const ContactExportObject = builder.objectRef<ExportView>('ContactExport').imple
     'written as it is sent, from the contacts as they are then (docs/importer.md "Export").',
   fields: (t) => ({
     id: t.expose('id', { type: 'UUID' }),
-    format: t.field({ type: ExportFormatEnum, resolve: (view) => view.format }),
+    format: t.field({
+      type: ExportFormatEnum,
+      resolve: (view) => (view.format === 'xlsx' ? 'XLSX' : 'CSV'),
+    }),
     contactCount: t.exposeInt('contactCount', {
       description: 'The contacts the filters matched when the export started.',
     }),
@@ -246,6 +249,7 @@ builder.mutationFields((t) => ({
         return WRITE + filters + (filters > 0 ? FILTER_COUNT : STATEMENT);
       },
     }),
-    resolve: (_root, { format, ...filters }, ctx) => startExport(ctx, format, filters),
+    resolve: (_root, { format, ...filters }, ctx) =>
+      startExport(ctx, format === 'XLSX' ? 'xlsx' : 'csv', filters),
   }),
 }));
