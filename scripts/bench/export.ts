@@ -5,7 +5,8 @@
 //  - starts each export with the graph and downloads its file over HTTP, reading it as it
 //    arrives; prints contacts, bytes, seconds, rows/s and the serving process's peak RSS
 //    during that download (VmRSS sampled every 50 ms; VmHWM before and after).
-// BENCH_KEEP=1 keeps the database, BENCH_DATABASE reuses one kept earlier.
+// BENCH_KEEP=1 keeps the database, BENCH_DATABASE reuses one kept earlier;
+// BENCH_NODE_OPTIONS is passed to `svc serve` as NODE_OPTIONS.
 import { readFileSync } from 'node:fs';
 import postgres from 'postgres';
 import { buildCatalogue } from '../../src/auth/access.js';
@@ -71,7 +72,13 @@ try {
   });
   await database.close();
 
-  const service = await startServe({ SVC_DATABASE_URL: db.url, SVC_STREAM_LIFETIME: '30m' });
+  // BENCH_NODE_OPTIONS (`--max-old-space-size=128`) shows the export fits a small heap.
+  const nodeOptions = process.env.BENCH_NODE_OPTIONS;
+  const service = await startServe({
+    SVC_DATABASE_URL: db.url,
+    SVC_STREAM_LIFETIME: '30m',
+    ...(nodeOptions ? { NODE_OPTIONS: nodeOptions } : {}),
+  });
   const pid = service.child.pid!;
   const headers = { authorization: `Bearer ${secret}`, 'content-type': 'application/json' };
   try {
