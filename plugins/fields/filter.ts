@@ -11,11 +11,10 @@ import {
   refuse,
   registerContactFilter,
   SEARCH,
-  signedIn,
   TEXT_MAX,
-  type Context,
+  type ContactFilterScope,
 } from '../../src/plugin-sdk/index.js';
-import { liveDefinitions, NAME_MAX, specOf } from './definitions.js';
+import { liveDefinitionsOf, NAME_MAX, specOf } from './definitions.js';
 import { judgeValue, VALUE_LIMITS } from './kinds.js';
 
 /** The kinds whose value is text a fragment can be found in. */
@@ -47,9 +46,11 @@ function containing(fragment: string): string {
   return `%${fragment.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 }
 
-async function fieldCondition(ctx: Context, condition: FieldCondition) {
-  const { workspaceId } = signedIn(ctx);
-  const definition = (await liveDefinitions(ctx)).find((d) => d.name === condition.name);
+async function fieldCondition(scope: ContactFilterScope, condition: FieldCondition) {
+  const { workspaceId } = scope;
+  const definition = (await liveDefinitionsOf(scope, workspaceId)).find(
+    (d) => d.name === condition.name,
+  );
   if (!definition) throw refuse('field_unknown', { fields: [condition.name] });
   const equals = condition.equals ?? null;
   const contains = condition.contains?.trim() ?? '';

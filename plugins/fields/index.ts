@@ -2,6 +2,7 @@
 // in the process's workspace cache; values and repeater entries in the plugin's own
 // tables; a service the importer writes values through (docs/fields.md).
 import { definePlugin, provideService } from '../../src/plugin-sdk/index.js';
+import { checkCells, exportField, readCells } from './cells.js';
 import { fieldsContactData } from './contact-data.js';
 import { liveDefinitionsOf } from './definitions.js';
 import './filter.js';
@@ -21,6 +22,10 @@ provideService('fields', {
       .filter((definition) => definition.kind !== 'repeater')
       .map(writableField),
   checkValues: (fields, values) => checkValues(fields, values),
+  checkCells,
+  exportFields: async (scope, workspaceId) =>
+    (await liveDefinitionsOf(scope, workspaceId)).map(exportField),
+  readCells,
   writeValues,
   writeValuesMany,
   fillValuesMany,

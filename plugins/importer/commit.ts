@@ -18,8 +18,10 @@ import {
   recordEvent,
   refuse,
   signedIn,
+  splitListCell,
   type Context,
   type Db,
+  type FieldsService,
   type NewContact,
   type WritableField,
 } from '../../src/plugin-sdk/index.js';
@@ -173,7 +175,9 @@ async function judgeRows(
       if (!target || cell(i) === '') return;
       if (target === 'name') name = cell(i);
       else if (target.startsWith('identity:')) {
-        identities.push({ channel: target.slice('identity:'.length), identifier: cell(i) });
+        // Several addresses of a channel share a cell as a list (`a; b`), as an export writes them.
+        const channel = target.slice('identity:'.length);
+        for (const identifier of splitListCell(cell(i))) identities.push({ channel, identifier });
       } else values[target.slice('field:'.length)] = cell(i);
     });
     if (name === '' || identities.length === 0) {
@@ -184,7 +188,7 @@ async function judgeRows(
       return skipped(row.line, reason('contact_details_invalid'));
     }
     const fieldReason = fieldService
-      ? valuesReason(fieldService.checkValues(fields, values))
+      ? valuesReason(checkCells(fieldService, fields, values))
       : null;
     if (fieldReason) return skipped(row.line, fieldReason);
     const kept = stored && IMPORTS_ANYWAY.has(stored.code) ? stored : null;
@@ -312,6 +316,17 @@ function severalReason(row: Judged, targets: readonly MergeTarget[]): Judged {
     ),
     contact: undefined,
   };
+}
+
+/** A row's cells judged by its fields: read by kind where the provider can (`checkCells`). */
+function checkCells(
+  service: FieldsService,
+  fields: readonly WritableField[],
+  cells: Record<string, string>,
+) {
+  return service.checkCells
+    ? service.checkCells(fields, cells)
+    : service.checkValues(fields, cells);
 }
 
 /** The row reason a field refusal becomes (SPEC 2.10). */
@@ -510,7 +525,7 @@ function checkedValues(rows: readonly Judged[], fields: readonly WritableField[]
   return rows
     .filter((row) => row.values && Object.keys(row.values).length > 0)
     .map((row) => {
-      const checked = fieldService.checkValues(fields, row.values);
+      const checked = checkCells(fieldService, fields, row.values!);
       if (checked instanceof AppError) throw checked; // judged just above
       return { contactId: row.contactId!, checked };
     });

@@ -2,7 +2,10 @@
 // and importJob with their staged rows.
 import {
   builder,
+  contactFilterArguments,
+  contactFilterCost,
   costs,
+  FILTER_COUNT,
   limited,
   SEARCH,
   STATEMENT,
@@ -10,12 +13,17 @@ import {
   WRITE,
 } from '../../src/plugin-sdk/index.js';
 import { commitImport, importTargets, setMapping, type ImportTarget } from './commit.js';
+import { startExport, type ExportView } from './export.js';
 import { FILE_MAX_BYTES, findImport, importRowsOf, listImports, uploadImport } from './service.js';
 import type { ImportView, ProgressView } from './progress.js';
 import type { ImportRow, RowReason } from './tables.js';
 
 const readImports = { access: { scope: 'imports:read' } } as const;
 const writeImports = { access: { scope: 'imports:write' } } as const;
+// An export reads contacts: a token needs contacts:read beside imports:read.
+const exportContactsScopes = {
+  access: { scope: 'imports:read', alsoScope: 'contacts:read' },
+} as const;
 // Committing writes contacts: a token needs imports:write; the contacts follow from it.
 const writeImportsAndContacts = writeImports;
 
@@ -239,5 +247,59 @@ builder.mutationFields((t) => ({
     args: { id: t.arg({ type: 'UUID', required: true }) },
     extensions: costs({ cost: WRITE + SEARCH }),
     resolve: (_root, args, ctx) => commitImport(ctx, args.id),
+  }),
+}));
+
+const ExportFormatEnum = builder.enumType('ExportFormat', {
+  values: {
+    CSV: { description: 'UTF-8 with a BOM, comma separated, every cell quoted.' },
+    XLSX: { description: 'One sheet, every cell a string.' },
+  } as const,
+});
+
+const ContactExportObject = builder.objectRef<ExportView>('ContactExport').implement({
+  description:
+    'An export of contacts its creator downloads from `url` for an hour; the file is ' +
+    'written as it is sent, from the contacts as they are then (docs/importer.md "Export").',
+  fields: (t) => ({
+    id: t.expose('id', { type: 'UUID' }),
+    format: t.field({
+      type: ExportFormatEnum,
+      resolve: (view) => (view.format === 'xlsx' ? 'XLSX' : 'CSV'),
+    }),
+    contactCount: t.exposeInt('contactCount', {
+      description: 'The contacts the filters matched when the export started.',
+    }),
+    url: t.exposeString('url', {
+      description:
+        "The file's path on this service: GET it with the same session or token (one " +
+        'holding imports:read and contacts:read).',
+    }),
+    createdAt: t.expose('createdAt', { type: 'DateTime' }),
+    expiresAt: t.expose('expiresAt', { type: 'DateTime' }),
+  }),
+});
+
+builder.mutationFields((t) => ({
+  exportContacts: t.field({
+    type: ContactExportObject,
+    description:
+      'Starts an export of the contacts `contactPage` would list with the same filters, ' +
+      'one row per contact by name A to Z: the name, a column per identity channel and ' +
+      'one per live custom field (docs/importer.md "Export").',
+    authScopes: exportContactsScopes,
+    args: {
+      format: t.arg({ type: ExportFormatEnum, required: true }),
+      ...contactFilterArguments(t.arg),
+    },
+    // The export's row, and a count of the matches (the stored count when unfiltered).
+    extensions: costs({
+      cost: (args) => {
+        const filters = contactFilterCost(args);
+        return WRITE + filters + (filters > 0 ? FILTER_COUNT : STATEMENT);
+      },
+    }),
+    resolve: (_root, { format, ...filters }, ctx) =>
+      startExport(ctx, format === 'XLSX' ? 'xlsx' : 'csv', filters),
   }),
 }));

@@ -2,6 +2,8 @@
 // thread under limits and staged row by row with reasons (docs/importer.md).
 import { definePlugin } from '../../src/plugin-sdk/index.js';
 import { importerContactData } from './contact-data.js';
+import { exportSweep } from './export.js';
+import { exportRoute } from './export-route.js';
 import './graph.js';
 import { importerSweeps } from './sweeps.js';
 
@@ -11,9 +13,13 @@ export default definePlugin({
   id: 'importer',
   // Tokens may be narrowed to imports:read / imports:write.
   areas: ['imports'],
+  // The export's download: a token needs imports:read (and the route asks contacts:read).
+  routeArea: 'imports',
+  routes: [exportRoute],
   events: ['import.staged', 'import.completed'],
-  // Uncommitted imports expire, committed imports' rows too (docs/importer.md).
-  sweeps: importerSweeps,
+  // Uncommitted imports expire, committed imports' rows too, and exports past their hour
+  // (docs/importer.md).
+  sweeps: [...importerSweeps, exportSweep],
   // Staged rows link contacts: unlinked (and blanked) on an erasure, relinked on a merge.
   contactData: importerContactData,
   reasons: {
@@ -29,6 +35,11 @@ export default definePlugin({
     file_too_large: {
       code: 'VALIDATION',
       message: (meta) => `the file may be at most ${String(meta.maxBytes)} bytes`,
+    },
+    export_too_large: {
+      code: 'VALIDATION',
+      message: (meta) =>
+        `an .xlsx export holds at most ${String(meta.max)} contacts; narrow it or export a CSV`,
     },
     file_unreadable: {
       code: 'VALIDATION',

@@ -74,6 +74,15 @@ function looksBinary(text) {
   return controls * 10 > start.length;
 }
 
+/**
+ * A CSV cell as it was before an export kept it from running as a formula: one leading `'`
+ * taken off where apostrophes lead to `=`, `+`, `-`, `@`, a tab or a carriage return
+ * (export-cells.ts `escapeFormula` adds it). Any other apostrophe (`'t Hooft`) stays.
+ */
+export function unescapeFormula(cell) {
+  return /^'+[=+\-@\t\r]/.test(cell) ? cell.slice(1) : cell;
+}
+
 function readCsv() {
   const text = decode();
   if (looksBinary(text)) unreadable('not text');
@@ -94,7 +103,10 @@ function readCsv() {
     },
   });
   if (records.length === 0) unreadable('no header row');
-  const rows = records.map(({ record, info }) => ({ line: info.lines, cells: record }));
+  const rows = records.map(({ record, info }) => ({
+    line: info.lines,
+    cells: record.map(unescapeFormula),
+  }));
   for (const { line, code } of skipped) rows.push({ line, cells: [], skipped: code });
   rows.sort((a, b) => a.line - b.line);
   return { format: 'csv', rows };

@@ -129,3 +129,30 @@ export const importProgress = pgTable(
 export type Import = typeof imports.$inferSelect;
 export type ImportProgress = typeof importProgress.$inferSelect;
 export type ImportRow = typeof importRows.$inferSelect;
+
+/**
+ * An export of contacts started by `exportContacts`: the format and filters, read again
+ * when its creator downloads the file, which is written from the contacts as they then
+ * are (docs/importer.md "Export"). Gone an hour after it was started (a sweep).
+ */
+export const contactExports = pgTable(
+  'contact_exports',
+  {
+    ...workspaceOwned(),
+    /** csv or xlsx. */
+    format: text().notNull(),
+    /** `contactPage`'s filter arguments as given (q, channels, plugins' own). */
+    filters: jsonb().$type<Record<string, unknown>>().notNull(),
+    /** Who started it: the only caller its file is served to. */
+    createdBy: uuid().notNull(),
+    createdAt: createdAt(),
+    expiresAt: timestamp({ withTimezone: true }).notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.workspaceId, t.id] }),
+    // The hourly sweep finds the expired ones.
+    index('contact_exports_expires_idx').on(t.expiresAt),
+  ],
+);
+
+export type ContactExport = typeof contactExports.$inferSelect;

@@ -72,6 +72,14 @@ export function grantableRoles(catalogue: AccessCatalogue, held: ReadonlySet<str
     .map(([name]) => name);
 }
 
+/**
+ * Whether the caller may use `scope`: a session always (never narrowed by scopes); a
+ * token when its scopes reach it. For a plugin route that reads another area than its own.
+ */
+export function callerHolds(actor: Actor, scope: Scope): boolean {
+  return !actor.token || scopesAllow(actor.token.scopes, scope);
+}
+
 /** Whether a token's scopes reach `scope`; write access includes read. */
 export function scopesAllow(scopes: ReadonlySet<string> | null, scope: Scope): boolean {
   if (scopes === null || scopes.has(EVERY_AREA)) return true;
@@ -84,6 +92,11 @@ export function scopesAllow(scopes: ReadonlySet<string> | null, scope: Scope): b
 export interface AccessRule {
   /** The area and access a token must hold. A session is never narrowed by scopes. */
   scope?: Scope;
+  /**
+   * A second area the field reads, a token must hold too (an export of contacts from the
+   * importer: `imports:read` and `contacts:read`).
+   */
+  alsoScope?: Scope;
   /** The capability the caller's role must hold. */
   capability?: string;
   /** Only a browser session may call it; a token never can (token management). */
@@ -99,6 +112,10 @@ export function checkAccess(actor: Actor | null, rule: AccessRule): asserts acto
   if (rule.session && actor.token) throw refuse('session_required');
   if (rule.scope && actor.token && !scopesAllow(actor.token.scopes, rule.scope)) {
     throw refuse('scope_missing', { scope: rule.scope }, { extensions: { scope: rule.scope } });
+  }
+  if (rule.alsoScope && actor.token && !scopesAllow(actor.token.scopes, rule.alsoScope)) {
+    const scope = rule.alsoScope;
+    throw refuse('scope_missing', { scope }, { extensions: { scope } });
   }
   if (rule.capability && !actor.capabilities.has(rule.capability)) {
     throw refuse(

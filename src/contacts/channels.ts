@@ -39,6 +39,11 @@ export function registerChannel(
   catalogue.set(name, { ...definition, name, key: definition.key ?? trimmed });
 }
 
+/** Every declared channel's name: the core's, then plugins' in the order they loaded. */
+export function channelNames(): string[] {
+  return [...catalogue.keys()];
+}
+
 export function findChannel(name: string): ChannelDefinition | undefined {
   return catalogue.get(channelName(name));
 }

@@ -1,6 +1,17 @@
 import type { InputRef } from '@pothos/core';
 import type { SQL } from 'drizzle-orm';
-import type { Context } from '../context.js';
+import type { Actor } from '../context.js';
+import type { CacheScope } from '../workspaces/cache.js';
+
+/**
+ * What a filter's condition may use: the caller, its workspace and the process's database
+ * and configuration (the workspace cache takes these). A graph request's signed-in context
+ * is one; so is an export's download, which has no graph context.
+ */
+export interface ContactFilterScope extends CacheScope {
+  actor: Actor;
+  workspaceId: string;
+}
 
 /**
  * A filter a plugin adds to `contactPage`: an argument of its own, turned into a condition
@@ -16,7 +27,7 @@ export interface ContactFilterDeclaration<T = unknown> {
   /** What it adds to the page's cost in the complexity model (SEARCH for a substring). */
   cost(value: T): number;
   /** The condition over `contacts`; refuses a value it cannot use. */
-  condition(ctx: Context, value: T): Promise<SQL>;
+  condition(scope: ContactFilterScope, value: T): Promise<SQL>;
 }
 
 const declared: ContactFilterDeclaration[] = [];

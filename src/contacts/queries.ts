@@ -53,7 +53,7 @@ function matchingIds(workspaceId: string, q: string): SQL {
 }
 
 /** The filter as one condition on `contacts`. */
-function filterCondition(workspaceId: string, filter: ContactFilter): SQL | undefined {
+export function filterCondition(workspaceId: string, filter: ContactFilter): SQL | undefined {
   const conditions: SQL[] = [];
   const q = filter.q?.trim();
   // `= any(array(…))` makes the outer read primary-key lookups of just the matches; an

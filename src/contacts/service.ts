@@ -315,9 +315,10 @@ export async function contactPage(
   const offset = args.offset ?? 0;
   if (offset < 0) throw refuse('offset_negative');
   const db = ctx.database.db;
-  const { workspaceId } = signedIn(ctx);
+  const signed = signedIn(ctx);
+  const { workspaceId } = signed;
   const conditions = await Promise.all(
-    usedFilters(args).map(({ filter, value }) => filter.condition(ctx, value)),
+    usedFilters(args).map(({ filter, value }) => filter.condition(signed, value)),
   );
   const filter = { ...filterOf(args), conditions };
   const page = { orderBy: args.orderBy ?? 'NAME', order: args.order ?? 'ASC', limit, offset };

@@ -76,7 +76,8 @@ export interface SendOptions {
   /**
    * An answer that declares its own Content-Length is sent as it is, piped and never
    * compressed (a plugin's file download: a large file is not held whole, and the byte
-   * offsets of a 206 stay true).
+   * offsets of a 206 stay true). So is an attachment of no declared length (a file made
+   * while it is sent, an export): piped chunk by chunk as it is produced, never held whole.
    */
   sized?: boolean;
 }
@@ -236,6 +237,16 @@ export async function sendWebResponse(
     res.writeHead(response.status, headers);
     if (!response.body || hasNoContent(response.status) || res.req?.method === 'HEAD') {
       await response.body?.cancel();
+      res.end();
+      return;
+    }
+    return pipeBody(res, response.body);
+  }
+  const attachment = /^\s*attachment\b/i.test(response.headers.get('content-disposition') ?? '');
+  if (options.sized && attachment && response.body && !hasNoContent(response.status)) {
+    res.writeHead(response.status, headers);
+    if (res.req?.method === 'HEAD') {
+      await response.body.cancel();
       res.end();
       return;
     }

@@ -19,6 +19,8 @@ export type {
   RouteContext,
 } from '../plugin-host/definition.js';
 export type { Context, Actor, SignedInContext } from '../context.js';
+/** Whether the caller's session or token reaches a scope (a route reading a second area). */
+export { callerHolds, type Scope } from '../auth/access.js';
 /** The signed-in caller and workspace of a request (`const { workspaceId } = signedIn(ctx)`). */
 export { signedIn } from '../context.js';
 /**
@@ -84,7 +86,29 @@ export { IDENTITIES_PER_CONTACT } from '../limits.js';
  * A filter a plugin adds to `contactPage` (an argument of its own, turned into a condition
  * on `contacts`); declared when the backend loads.
  */
-export { registerContactFilter, type ContactFilterDeclaration } from '../contacts/filters.js';
+export {
+  registerContactFilter,
+  type ContactFilterDeclaration,
+  type ContactFilterScope,
+} from '../contacts/filters.js';
+/**
+ * Contacts out to a file (the importer's export): `contactPage`'s filter arguments and
+ * their cost for another field, and every match streamed a batch at a time from one
+ * snapshot behind a server-side cursor, with the channels a file gives a column.
+ */
+export {
+  contactFilterArguments,
+  contactFilterCost,
+  countFilteredContacts,
+  exportChannels,
+  prepareContactFilter,
+  readContactsInBatches,
+  type ContactFilterArgs,
+  type PreparedContactFilter,
+  type ExportedContact,
+} from '../contacts/export-read.js';
+/** A list in one cell of a file (`a; b`, `;` and `\` escaped): several identities, options. */
+export { listCell, splitListCell, LIST_SEPARATOR } from './cells.js';
 /**
  * The contact behind an identity a platform delivers (a chat sender): matched, or created
  * with `contact.created`, in the plugin's transaction.
@@ -223,6 +247,7 @@ export {
   type PluginServices,
   type FieldsService,
   type WritableField,
+  type ExportField,
   type CheckedFieldValues,
 } from './services.js';
 /**

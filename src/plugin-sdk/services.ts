@@ -17,13 +17,25 @@ export interface WritableField {
   currency?: string;
 }
 
+/** A live custom field as an export lists it: every kind, the repeater included. */
+export interface ExportField {
+  id: string;
+  name: string;
+  label: string;
+  kind: string;
+}
+
 /** Values judged against a workspace's fields, ready for `writeValues`. */
 export interface CheckedFieldValues {
   /** Each named field with its stored form; `null` clears it. */
   readonly values: readonly { field: WritableField; value: unknown }[];
 }
 
-/** What the `fields` plugin offers (docs/fields.md, "From another plugin"). */
+/**
+ * What the `fields` plugin offers (docs/fields.md, "From another plugin"). The members
+ * marked optional came later: a provider without them still serves the import (cells
+ * judged as text by `checkValues`), and an export then writes no field columns.
+ */
 export interface FieldsService {
   /** The workspace's live fields a value can be written to, in the workspace's order. */
   writableFields(scope: CacheScope, workspaceId: string): Promise<readonly WritableField[]>;
@@ -33,6 +45,29 @@ export interface FieldsService {
    * `field_unknown`, `field_repeater_entries_only`, `value_kind_mismatch`).
    */
   checkValues(fields: readonly WritableField[], values: unknown): CheckedFieldValues | AppError;
+  /**
+   * `checkValues` over the cells of a file (field name → cell text), each read by its
+   * field's kind as the export writes it (docs/fields.md "In a file"): `true`/`false` for a
+   * boolean, a list cell (`a; b`) for a multi_select, the text itself for the rest.
+   */
+  checkCells?(
+    fields: readonly WritableField[],
+    cells: Readonly<Record<string, string>>,
+  ): CheckedFieldValues | AppError;
+  /** The workspace's live fields an export writes a column for, repeaters too, in order. */
+  exportFields?(scope: CacheScope, workspaceId: string): Promise<readonly ExportField[]>;
+  /**
+   * The cells of `fields` for a batch of contacts, read in `tx` (the export's snapshot):
+   * contact id → one cell text per field, '' for none (docs/fields.md "In a file").
+   */
+  readCells?(
+    tx: Db,
+    input: {
+      workspaceId: string;
+      fields: readonly ExportField[];
+      contactIds: readonly string[];
+    },
+  ): Promise<Map<string, string[]>>;
   /**
    * Writes checked values of a contact inside the caller's transaction and records
    * `contact.fields_changed` there (unless `event` is false). The contact must be the workspace's (a foreign key

@@ -85,6 +85,7 @@ const expectedRules: Record<string, Expected> = {
   'Query.importFields': { scope: 'imports:read' },
   'Mutation.importSetMapping': { scope: 'imports:write' },
   'Mutation.importCommit': { scope: 'imports:write' },
+  'Mutation.exportContacts': { scope: 'imports:read', alsoScope: 'contacts:read' },
   'Query.chatConversations': { scope: 'chat:read' },
   'Query.chatRefusedInbound': { scope: 'chat:read', capability: 'manage_chat' },
   'Query.chatConversation': { scope: 'chat:read' },
@@ -215,6 +216,13 @@ function expectedOutcome(rule: Expected, caller: Caller, capabilities: Set<strin
     rule.scope &&
     caller.kind === 'token' &&
     !scopesAllow(caller.scopes ? new Set(caller.scopes) : null, rule.scope)
+  ) {
+    return 'scope_missing';
+  }
+  if (
+    rule.alsoScope &&
+    caller.kind === 'token' &&
+    !scopesAllow(caller.scopes ? new Set(caller.scopes) : null, rule.alsoScope)
   ) {
     return 'scope_missing';
   }
