@@ -250,14 +250,14 @@ builder.mutationFields((t) => ({
   }),
 }));
 
-const ExportFormatEnum = builder.enumType('ExportFormat', {
+const ExportFormatEnum = builder.enumType('ImporterExportFormat', {
   values: {
     CSV: { description: 'UTF-8 with a BOM, comma separated, every cell quoted.' },
     XLSX: { description: 'One sheet, every cell a string.' },
   } as const,
 });
 
-const ContactExportObject = builder.objectRef<ExportView>('ContactExport').implement({
+const ContactExportObject = builder.objectRef<ExportView>('ImporterContactExport').implement({
   description:
     'An export of contacts its creator downloads from `url` for an hour; the file is ' +
     'written as it is sent, from the contacts as they are then (docs/importer.md "Export").',

@@ -88,7 +88,7 @@ try {
         method: 'POST',
         headers,
         body: JSON.stringify({
-          query: `mutation ($format: ExportFormat!) {
+          query: `mutation ($format: ImporterExportFormat!) {
             exportContacts(format: $format) { url contactCount } }`,
           variables: { format },
         }),

@@ -17,6 +17,7 @@ import {
   type IdentityInputData,
 } from '../support/contacts.js';
 import { startTestService, testConfig, type TestService } from '../support/service.js';
+import { expectAnsweredAsUnknown } from '../support/isolation.js';
 
 let svc: TestService;
 
@@ -186,6 +187,14 @@ describe('contactDuplicates', () => {
       const { body } = await svc.graph(DUPLICATES, { id }, headers);
       expectReason(body, 'NOT_FOUND', 'contact_not_found');
     }
+    await expectAnsweredAsUnknown(
+      svc,
+      'contactDuplicates(id)',
+      DUPLICATES,
+      (id) => ({ id }),
+      twin,
+      headers,
+    );
   });
 
   test('needs contacts:read', async () => {

@@ -77,6 +77,7 @@ export const ISOLATION_CASES: Readonly<Record<string, string>> = {
   'createTask(input.contactId)': 'isolation.test.ts',
   'createTask(input.assigneeId)': 'isolation.test.ts',
   'tasks(contactId)': 'isolation.test.ts',
+  'contactDuplicates(id)': '../contacts/duplicates.test.ts',
   'deleteContact(id)': '../contacts/erase.test.ts',
   'mergeContacts(targetId)': '../contacts/merge.test.ts',
   'mergeContacts(sourceIds)': '../contacts/merge.test.ts',

@@ -20,7 +20,7 @@ afterAll(() => svc.stop());
 
 type Headers = Record<string, string>;
 
-const EXPORT = `mutation ($format: ExportFormat!, $q: String, $channels: [String!],
+const EXPORT = `mutation ($format: ImporterExportFormat!, $q: String, $channels: [String!],
   $field: FieldCondition) {
   exportContacts(format: $format, q: $q, channels: $channels, field: $field) {
     id format contactCount url createdAt expiresAt
