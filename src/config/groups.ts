@@ -31,6 +31,7 @@ export function readServer(env: EnvReader): Config['server'] {
     corsOrigins: r.read('SVC_CORS_ORIGINS', corsOrigins, ''),
     devGraphiql: env.isSet('SVC_DEV_GRAPHIQL'),
     devPostgresPort: r.optional('SVC_DEV_POSTGRES_PORT', port),
+    metricsAddr: r.optional('SVC_METRICS_ADDR', listenAddress),
   };
 }
 

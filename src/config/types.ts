@@ -60,7 +60,19 @@ export interface Config {
     devGraphiql: boolean;
     /** SVC_DEV_POSTGRES_PORT: where `svc dev`'s embedded PostgreSQL listens; null: a free port. */
     devPostgresPort: number | null;
+    /** SVC_METRICS_ADDR: where `GET /metrics` is served, apart from `addr`; null: no metrics listener. */
+    metricsAddr: HostPort | null;
   };
+  /**
+   * OpenTelemetry traces (OTEL_EXPORTER_OTLP_ENDPOINT and the other standard variables,
+   * docs/operations.md); null: off.
+   */
+  tracing: {
+    /** Where spans are POSTed as OTLP/HTTP JSON. */
+    endpoint: string;
+    headers: Record<string, string>;
+    serviceName: string;
+  } | null;
   /** Null without SVC_SMTP_HOST: no mail is sent. */
   mail: MailConfig | null;
   invitations: {
