@@ -10,6 +10,7 @@ import {
   graceDuration,
   hexKey,
   listenAddress,
+  logLevel,
   port,
   text,
   timerDuration,
@@ -32,6 +33,7 @@ export function readServer(env: EnvReader): Config['server'] {
     devGraphiql: env.isSet('SVC_DEV_GRAPHIQL'),
     devPostgresPort: r.optional('SVC_DEV_POSTGRES_PORT', port),
     metricsAddr: r.optional('SVC_METRICS_ADDR', listenAddress),
+    logLevel: r.read('SVC_LOG_LEVEL', logLevel, 'info'),
   };
 }
 

@@ -62,6 +62,8 @@ export interface Config {
     devPostgresPort: number | null;
     /** SVC_METRICS_ADDR: where `GET /metrics` is served, apart from `addr`; null: no metrics listener. */
     metricsAddr: HostPort | null;
+    /** SVC_LOG_LEVEL: the quietest level written (`debug` shows each refused operation). */
+    logLevel: 'trace' | 'debug' | 'info' | 'warn' | 'error';
   };
   /**
    * OpenTelemetry traces (OTEL_EXPORTER_OTLP_ENDPOINT and the other standard variables,

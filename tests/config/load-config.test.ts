@@ -43,6 +43,7 @@ const DEFAULTS: [string, string, unknown][] = [
   ['SVC_DEV_GRAPHIQL', 'server.devGraphiql', false],
   ['SVC_DEV_POSTGRES_PORT', 'server.devPostgresPort', null],
   ['SVC_METRICS_ADDR', 'server.metricsAddr', null],
+  ['SVC_LOG_LEVEL', 'server.logLevel', 'info'],
   ['OTEL_EXPORTER_OTLP_ENDPOINT', 'tracing', null],
   ['SVC_SMTP_HOST', 'mail', null],
   ['SVC_INVITE_TTL', 'invitations.inviteTtlMs', 168 * 3_600_000],
@@ -131,6 +132,7 @@ const ACCEPTED: [string, string, string, unknown][] = [
   ['SVC_DEV_POSTGRES_PORT', '54320', 'server.devPostgresPort', 54320],
   ['SVC_METRICS_ADDR', '127.0.0.1:9464', 'server.metricsAddr', { host: '127.0.0.1', port: 9464 }],
   ['SVC_METRICS_ADDR', ':9464', 'server.metricsAddr', { host: '', port: 9464 }],
+  ['SVC_LOG_LEVEL', 'debug', 'server.logLevel', 'debug'],
   [
     'OTEL_EXPORTER_OTLP_ENDPOINT',
     'http://collector:4318/',
@@ -233,6 +235,7 @@ const REFUSED: [string, string, ConfigGroup][] = [
   ['SVC_DEV_POSTGRES_PORT', '0', 'server'],
   ['SVC_DEV_POSTGRES_PORT', '5432x', 'server'],
   ['SVC_METRICS_ADDR', '9464', 'server'],
+  ['SVC_LOG_LEVEL', 'verbose', 'server'],
   ['SVC_METRICS_ADDR', 'localhost:0', 'server'],
   ['OTEL_EXPORTER_OTLP_ENDPOINT', 'collector:4318', 'server'],
   ['OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', 'ftp://collector', 'server'],
