@@ -60,11 +60,45 @@ export function readTracing(env: EnvReader): Config['tracing'] {
   // Header values are credentials (an API key): both names are secret, never quoted.
   if (!headers) r.refuse(headersName, 'must be key=value pairs separated by commas', headersText);
   if (!endpoint || !headers || (exporter !== undefined && exporter !== 'otlp')) return null;
+  const sampler = readSampler(env);
+  if (!sampler) return null;
   return {
     endpoint,
     headers,
     serviceName: env.text('OTEL_SERVICE_NAME') ?? 'svc',
+    sampler,
   };
+}
+
+const SAMPLERS = [
+  'always_on',
+  'always_off',
+  'traceidratio',
+  'parentbased_always_on',
+  'parentbased_always_off',
+  'parentbased_traceidratio',
+] as const;
+
+type SamplerName = (typeof SAMPLERS)[number];
+
+/**
+ * OTEL_TRACES_SAMPLER and its ratio (OTEL_TRACES_SAMPLER_ARG, 0 to 1, default 1), as the
+ * specification names them; the default follows a caller's decision and samples the rest.
+ */
+function readSampler(env: EnvReader): NonNullable<Config['tracing']>['sampler'] | null {
+  const r = env.group('server');
+  const given = env.text('OTEL_TRACES_SAMPLER')?.trim().toLowerCase() ?? 'parentbased_always_on';
+  if (!(SAMPLERS as readonly string[]).includes(given)) {
+    r.refuse('OTEL_TRACES_SAMPLER', `must be one of ${SAMPLERS.join(', ')}`, given);
+    return null;
+  }
+  const argText = env.text('OTEL_TRACES_SAMPLER_ARG');
+  const ratio = argText === undefined ? 1 : Number(argText);
+  if (!Number.isFinite(ratio) || ratio < 0 || ratio > 1 || argText?.trim() === '') {
+    r.refuse('OTEL_TRACES_SAMPLER_ARG', 'must be a number from 0 to 1', argText);
+    return null;
+  }
+  return { name: given as SamplerName, ratio };
 }
 
 function tracesEndpoint(env: EnvReader): string | null {

@@ -74,6 +74,8 @@ export interface Config {
     endpoint: string;
     headers: Record<string, string>;
     serviceName: string;
+    /** OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG (the ratio of the ratio samplers). */
+    sampler: { name: string; ratio: number };
   } | null;
   /** Null without SVC_SMTP_HOST: no mail is sent. */
   mail: MailConfig | null;

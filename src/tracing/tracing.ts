@@ -19,7 +19,15 @@ import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-ho
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
-import { BatchSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
+import {
+  AlwaysOffSampler,
+  AlwaysOnSampler,
+  BatchSpanProcessor,
+  ParentBasedSampler,
+  TraceIdRatioBasedSampler,
+  TracerProvider,
+  type Sampler,
+} from '@opentelemetry/sdk-trace';
 import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
 
@@ -50,6 +58,7 @@ export function startTracing(settings: NonNullable<Config['tracing']>, log: Logg
   users += 1;
   if (!provider) {
     provider = new TracerProvider({
+      sampler: samplerOf(settings.sampler),
       resource: resourceFromAttributes({ 'service.name': settings.serviceName }),
       spanProcessors: [
         new BatchSpanProcessor({
@@ -86,6 +95,16 @@ export function startTracing(settings: NonNullable<Config['tracing']>, log: Logg
 }
 
 let users = 0;
+
+/** The SDK's sampler for OTEL_TRACES_SAMPLER's name. */
+function samplerOf({ name, ratio }: NonNullable<Config['tracing']>['sampler']): Sampler {
+  const root = name.endsWith('always_off')
+    ? new AlwaysOffSampler()
+    : name.endsWith('traceidratio')
+      ? new TraceIdRatioBasedSampler(ratio)
+      : new AlwaysOnSampler();
+  return name.startsWith('parentbased_') ? new ParentBasedSampler({ root }) : root;
+}
 
 /** The tracer; only called behind `tracingOn()`. */
 function active(): Tracer {

@@ -137,7 +137,12 @@ const ACCEPTED: [string, string, string, unknown][] = [
     'OTEL_EXPORTER_OTLP_ENDPOINT',
     'http://collector:4318/',
     'tracing',
-    { endpoint: 'http://collector:4318/v1/traces', headers: {}, serviceName: 'svc' },
+    {
+      endpoint: 'http://collector:4318/v1/traces',
+      headers: {},
+      serviceName: 'svc',
+      sampler: { name: 'parentbased_always_on', ratio: 1 },
+    },
   ],
   [
     'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT',
@@ -349,6 +354,21 @@ describe('refused values', () => {
       expect(text).toContain(JSON.parse(problem?.message.match(/\(got (".*")\)$/)?.[1] ?? '""'));
     },
   );
+
+  test('a trace sampler and its ratio are read with the endpoint, and refused by name', () => {
+    const endpoint = { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' };
+    const sampled = { ...endpoint, OTEL_TRACES_SAMPLER: 'parentbased_traceidratio' };
+    expect(
+      loadConfig({ ...sampled, OTEL_TRACES_SAMPLER_ARG: '0.1' }).config.tracing?.sampler,
+    ).toEqual({ name: 'parentbased_traceidratio', ratio: 0.1 });
+    expect(problemsOf({ ...endpoint, OTEL_TRACES_SAMPLER: 'sometimes' })[0]?.message).toMatch(
+      /^OTEL_TRACES_SAMPLER must be one of always_on, .* \(got "sometimes"\)$/,
+    );
+    expect(problemsOf({ ...sampled, OTEL_TRACES_SAMPLER_ARG: '2' })).toEqual([
+      expect.objectContaining({ variable: 'OTEL_TRACES_SAMPLER_ARG', group: 'server' }),
+    ]);
+    expect(loadConfig({ ...sampled, OTEL_TRACES_SAMPLER_ARG: '2' }).config.tracing).toBeNull();
+  });
 
   test('names the refused value, the rule and the variable in one sentence', () => {
     expect(problemsOf({ SVC_GRAPH_PAGE_CAP: '2000' })).toEqual([
