@@ -22,6 +22,7 @@ import {
 } from './config/groups.js';
 import { readGraphLists } from './config/graph-lists.js';
 import { readMail } from './config/mail.js';
+import { readTracing } from './config/tracing.js';
 import { EnvReader } from './config/reader.js';
 import type { Config, Env, LoadedConfig } from './config/types.js';
 
@@ -47,6 +48,7 @@ export function loadConfig(env: Env): LoadedConfig {
   const reader = new EnvReader(env);
   const read: Omit<Config, 'outbound'> = {
     server: readServer(reader),
+    tracing: readTracing(reader),
     mail: readMail(reader),
     invitations: readInvitations(reader),
     workspaces: readWorkspaces(reader),

@@ -19,6 +19,10 @@ import { createApp, type App } from './http/app.js';
 import { setEventCatalogue } from './webhooks/service.js';
 import { startWebhookWorker } from './webhooks/worker.js';
 import type { Logger } from './log.js';
+import { addSources } from './metrics/registry.js';
+import { startMetricsServer, type MetricsServer } from './metrics/server.js';
+import { outboxFigures } from './webhooks/outbox.js';
+import { startTracing, type Tracing } from './tracing/tracing.js';
 import {
   loadPlugins,
   pluginMigrationSets,
@@ -45,6 +49,8 @@ export interface Service {
   access: AccessCatalogue;
   /** The process's event bus: one LISTEN connection fanning events out to its streams. */
   events: EventBus;
+  /** `http://host:port` of the SVC_METRICS_ADDR listener; null when it is off. */
+  metricsUrl: string | null;
   /** Runs the three shutdown graces one after another; safe to call twice. */
   shutdown(): Promise<void>;
 }
@@ -95,6 +101,8 @@ export async function startService(options: ServiceOptions): Promise<Service> {
   let events: EventBus | undefined;
   let cacheChanges: { unlisten(): Promise<void> } | undefined;
   let credentials: HeldCredentials | undefined;
+  // Before the graph is built: its plugins and the gate's spans ask whether it is on.
+  const tracing = config.tracing ? startTracing(config.tracing, log) : null;
   try {
     const plugins = await loadPlugins(options.plugins);
     const migrationSets = await migrateOnce(options.databaseUrl, plugins, log);
@@ -115,8 +123,10 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       events,
       cacheChanges,
       credentials,
+      tracing,
     });
   } catch (error) {
+    await tracing?.shutdown();
     await credentials?.close();
     await cacheChanges?.unlisten();
     await events?.close();
@@ -136,15 +146,17 @@ async function listen(deps: {
   events: EventBus;
   cacheChanges: { unlisten(): Promise<void> };
   credentials: HeldCredentials;
+  tracing: Tracing | null;
 }): Promise<Service> {
   const { config, log, database, plugins, events } = deps;
   const cancel = new AbortController();
   let shuttingDown = false;
+  // One caller's statements hold at most half the pool (docs/scaling.md).
+  const gate = createQueryGate(database, { share: Math.floor(SERVE_POOL_SIZE / 2) });
   const app = createApp({
     ...deps,
     credentials: deps.credentials.cache,
-    // One caller's statements hold at most half the pool (docs/scaling.md).
-    gate: createQueryGate(database, { share: Math.floor(SERVE_POOL_SIZE / 2) }),
+    gate,
     shutdownSignal: cancel.signal,
     isShuttingDown: () => shuttingDown,
   });
@@ -160,12 +172,23 @@ async function listen(deps: {
   const running = trackRequests(server);
 
   await startPlugins(plugins, { config, database, log });
+  let metrics: MetricsServer | null = null;
   try {
     await bind(server, config.server.addr);
+    if (config.server.metricsAddr) {
+      metrics = await startMetricsServer(config.server.metricsAddr, log);
+    }
   } catch (error) {
+    server.close();
     await stopPlugins(plugins, config.http.shutdownStopGraceMs, log);
     throw error;
   }
+  const removeSources = addSources({
+    poolSize: () => SERVE_POOL_SIZE,
+    gate: () => gate.totals(),
+    subscribers: () => events.size(),
+    outbox: () => outboxFigures(database.db),
+  });
   // Background work starts once the address is ours: a start that cannot listen has
   // nothing running against the database it is about to close, so it stops with one line.
   const stopHousekeeping = startHousekeeping({ config, database, log, plugins });
@@ -190,12 +213,15 @@ async function listen(deps: {
       await running.settled(config.http.shutdownCancelGraceMs);
     }
     server.closeAllConnections();
+    removeSources();
+    await metrics?.close();
     stopHousekeeping();
     await webhookWorker.stop();
     await stopPlugins(plugins, config.http.shutdownStopGraceMs, log);
     await deps.credentials.close();
     await deps.cacheChanges.unlisten();
     await events.close();
+    await deps.tracing?.shutdown();
     await database.close();
     log.info('stopped');
   }
@@ -206,6 +232,7 @@ async function listen(deps: {
     plugins,
     access: deps.access,
     events,
+    metricsUrl: metrics?.url ?? null,
     shutdown: () => (stopped ??= shutdown()),
   };
 }

@@ -15,7 +15,7 @@ import {
   type RouteContext,
 } from '../../src/plugin-sdk/index.js';
 import { MESSAGE_RECEIVED, MESSAGE_STATUS, recordChatEvent } from './events.js';
-import { workspaceOfNumber } from './settings.js';
+import { routeOfNumber } from './settings.js';
 import {
   chatConversations,
   chatEarlyStatuses,
@@ -152,6 +152,10 @@ export interface Stored {
   statuses: number;
   /** Items for a number no workspace takes (or a workspace past its grace): dropped. */
   dropped: number;
+  /** Why items were dropped, by number (at most a few numbers a payload): for the log line. */
+  unrouted?: Record<string, string>;
+  /** The refused items' reasons, counted: for the log line. */
+  refusedReasons?: Record<string, number>;
   /** Items recorded in chat_refused_inbound instead of stored. */
   refused: number;
   /** Statuses for unknown replies dropped because the workspace's waiting ones are full. */
@@ -218,20 +222,19 @@ function unstorable(error: unknown): boolean {
 export async function storePayload(ctx: RouteContext, changes: Json[]): Promise<Stored> {
   const stored: Stored = { ...zero };
   // The workspace of each number, asked once a payload and outside the transactions.
-  const workspaces = new Map<string, string | null>();
+  const workspaces = new Map<string, { workspaceId: string } | { unrouted: string }>();
   const items: Item[] = [];
   for (const value of changes) {
     const number = isObject(value.metadata) ? text(value.metadata.phone_number_id) : '';
-    if (number && !workspaces.has(number)) {
-      const workspaceId = await workspaceOfNumber(ctx.database.db, ctx.config, number);
-      const accepted = workspaceId !== null && (await acceptChannelDelivery(ctx, workspaceId));
-      workspaces.set(number, accepted ? workspaceId : null);
-    }
-    const workspaceId = workspaces.get(number);
-    if (!workspaceId) {
-      stored.dropped += objects(value.messages).length + objects(value.statuses).length;
+    if (number && !workspaces.has(number)) workspaces.set(number, await routeOf(ctx, number));
+    const route = workspaces.get(number) ?? { unrouted: 'the change names no phone_number_id' };
+    if ('unrouted' in route) {
+      const count = objects(value.messages).length + objects(value.statuses).length;
+      stored.dropped += count;
+      if (count > 0) (stored.unrouted ??= {})[number.slice(0, 40) || '(none)'] = route.unrouted;
       continue;
     }
+    const { workspaceId } = route;
     const names = new Map<unknown, unknown>(
       objects(value.contacts).map((contact) => [
         contact.wa_id,
@@ -272,8 +275,16 @@ export async function storePayload(ctx: RouteContext, changes: Json[]): Promise<
       ),
     );
     stored.refused += over.length;
+    (stored.refusedReasons ??= {}).payload_too_many_items = over.length;
   }
   return stored;
+}
+
+/** The route of a payload's number, a workspace that takes no deliveries now included. */
+async function routeOf(ctx: RouteContext, number: string) {
+  const route = await routeOfNumber(ctx.database.db, ctx.config, number);
+  if ('unrouted' in route || (await acceptChannelDelivery(ctx, route.workspaceId))) return route;
+  return { unrouted: 'its workspace is deactivated and past its grace for deliveries' };
 }
 
 /** Why the database or the contacts refused an item, or null when the failure is not its. */
@@ -301,7 +312,7 @@ async function storeBatch(ctx: RouteContext, batch: readonly Item[], stored: Sto
         else await storeItem(tx, item, tally);
       }
       await recordRefused(tx, refused);
-      tally.refused += refused.length;
+      countRefused(tally, refused);
     });
   } catch (error) {
     if (!refusalOf(error)) throw error;
@@ -325,7 +336,7 @@ async function storeAlone(ctx: RouteContext, item: Item, tally: Stored): Promise
     }
   }
   await ctx.database.db.transaction((tx) => recordRefused(tx, [[item, refusal]]));
-  tally.refused += 1;
+  countRefused(tally, [[item, refusal]]);
 }
 
 const zero = {
@@ -338,8 +349,21 @@ const zero = {
   media: false,
 } satisfies Stored;
 
+/** Counts refused items and their reasons (the log line names them). */
+function countRefused(tally: Stored, refused: readonly [Item, Refusal][]): void {
+  tally.refused += refused.length;
+  for (const [, refusal] of refused) {
+    const reasons = (tally.refusedReasons ??= {});
+    reasons[refusal.reason] = (reasons[refusal.reason] ?? 0) + 1;
+  }
+}
+
 /** Adds a batch's counts to the payload's. */
 function add(stored: Stored, tally: Stored): void {
+  for (const [reason, count] of Object.entries(tally.refusedReasons ?? {})) {
+    const reasons = (stored.refusedReasons ??= {});
+    reasons[reason] = (reasons[reason] ?? 0) + count;
+  }
   stored.messages += tally.messages;
   stored.redelivered += tally.redelivered;
   stored.statuses += tally.statuses;

@@ -82,6 +82,51 @@ export async function disconnectWorkspace(db: Db, workspaceId: string): Promise<
 }
 
 /**
+ * Where a payload for `phoneNumberId` goes: the workspace that connected it, else (the
+ * environment's SVC_CHAT_PHONE_NUMBER_ID) the deployment's sole workspace unless it
+ * connected its own. Otherwise why not, in words an operator can act on: an unrouted
+ * payload's items are dropped, and the log line says this.
+ */
+export async function routeOfNumber(
+  db: Db,
+  config: Config,
+  phoneNumberId: string,
+): Promise<{ workspaceId: string } | { unrouted: string }> {
+  const [connected] = await db
+    .select({ workspaceId: chatConnections.workspaceId })
+    .from(chatConnections)
+    .where(eq(chatConnections.phoneNumberId, phoneNumberId));
+  if (connected) return { workspaceId: connected.workspaceId };
+  if (config.chat.phoneNumberId !== phoneNumberId) {
+    return {
+      unrouted:
+        'no workspace connected this number and it is not SVC_CHAT_PHONE_NUMBER_ID ' +
+        `(${config.chat.phoneNumberId ? 'set to another number' : 'unset'})`,
+    };
+  }
+  // The environment's number serves the sole workspace, unless it connected its own.
+  const sole = await soleWorkspaceId(db);
+  if (!sole) {
+    return {
+      unrouted:
+        "SVC_CHAT_PHONE_NUMBER_ID serves a deployment's only workspace, and this one has " +
+        'several: connect the number to one of them (chatConnect)',
+    };
+  }
+  const [own] = await db
+    .select({ id: chatConnections.id })
+    .from(chatConnections)
+    .where(eq(chatConnections.workspaceId, sole));
+  if (own) {
+    return {
+      unrouted:
+        'the only workspace connected a number of its own, which replaces SVC_CHAT_PHONE_NUMBER_ID',
+    };
+  }
+  return { workspaceId: sole };
+}
+
+/**
  * The workspace an inbound payload's number belongs to: its connection's, else, when the
  * environment names that number, the deployment's only workspace. Null: not ours.
  */
@@ -90,20 +135,8 @@ export async function workspaceOfNumber(
   config: Config,
   phoneNumberId: string,
 ): Promise<string | null> {
-  const [connected] = await db
-    .select({ workspaceId: chatConnections.workspaceId })
-    .from(chatConnections)
-    .where(eq(chatConnections.phoneNumberId, phoneNumberId));
-  if (connected) return connected.workspaceId;
-  if (config.chat.phoneNumberId !== phoneNumberId) return null;
-  // The environment's number serves the sole workspace, unless it connected its own.
-  const sole = await soleWorkspaceId(db);
-  if (!sole) return null;
-  const [own] = await db
-    .select({ id: chatConnections.id })
-    .from(chatConnections)
-    .where(eq(chatConnections.workspaceId, sole));
-  return own ? null : sole;
+  const route = await routeOfNumber(db, config, phoneNumberId);
+  return 'workspaceId' in route ? route.workspaceId : null;
 }
 
 /** The line a workspace replies on: its connection's, else the environment's (one workspace). */

@@ -74,6 +74,14 @@ export const webhookRoutes: PluginRoute[] = [
       try {
         const stored = await storePayload(ctx, changes);
         ctx.log.info(stored, 'chat webhook stored');
+        // What was not stored says why, at warn: a number that stopped serving is an
+        // operator's to fix (a second workspace beside SVC_CHAT_PHONE_NUMBER_ID's).
+        if (stored.unrouted) {
+          ctx.log.warn(
+            { dropped: stored.dropped, unrouted: stored.unrouted },
+            `chat payload not routed: ${Object.values(stored.unrouted)[0]}`,
+          );
+        }
         if (stored.media) wakeMediaWorker();
         return answer(200);
       } catch (error) {

@@ -8,7 +8,8 @@
 //  - a page of 200 contacts with 20 custom field values each (scripts/bench/fields.ts);
 //  - importing 50,000 rows from CSV and .xlsx against COPY (scripts/bench/import.ts);
 //  - signed chat webhook messages at a fixed rate against a bare handler writing the same
-//    row (scripts/bench/chat.ts). BENCH_ONLY=chat runs that scenario alone.
+//    row (scripts/bench/chat.ts). BENCH_ONLY=chat runs that scenario alone; BENCH_ONLY=graph
+//    the requests per second alone (what tracing on and off is compared by).
 import { createServer } from 'node:http';
 import { buildCatalogue } from '../../src/auth/access.js';
 import { parseSecret } from '../../src/auth/secrets.js';
@@ -130,17 +131,20 @@ async function loginLatency(url: string, rounds: number) {
 }
 
 const only = process.env.BENCH_ONLY;
-if (only && only !== 'chat') throw new Error(`BENCH_ONLY=${only}: only "chat" is known`);
+if (only && only !== 'chat' && only !== 'graph') {
+  throw new Error(`BENCH_ONLY=${only}: only "chat" and "graph" are known`);
+}
 
 const db = await scratchDatabase();
 try {
-  const cold = only ? null : await startServe({ SVC_DATABASE_URL: db.url });
+  const cold = only === 'chat' ? null : await startServe({ SVC_DATABASE_URL: db.url });
   await cold?.stop();
   const service = await startServe({ SVC_DATABASE_URL: db.url, ...CHAT_ENV });
   try {
     const { token: token_, cookie } = await credentials(db.url);
     const graph = `${service.url}/api/graphql`;
-    if (!only) {
+    let baseline: Awaited<ReturnType<typeof baselineServer>> | undefined;
+    if (only !== 'chat') {
       const version = JSON.stringify({ query: '{ version }' });
       const me = JSON.stringify({ query: '{ me { id name role } }' });
       const answer = await (
@@ -150,7 +154,7 @@ try {
           body: version,
         })
       ).text();
-      const baseline = await baselineServer(answer);
+      baseline = await baselineServer(answer);
 
       console.log(
         `svc serve to ready: ${cold!.readyMs.toFixed(0)} ms on an empty database (all migrations), ${service.readyMs.toFixed(0)} ms with migrations current`,
@@ -169,6 +173,9 @@ try {
         seconds,
       });
       const meBaseline = await baselineMe(db.url);
+      // The service's CPU time per request: steadier than requests per second on a
+      // machine whose cores other work shares (tracing on and off is compared by it).
+      const pid = service.child.pid as number;
       const token = { authorization: `Bearer ${token_}` };
       const rows = [
         base,
@@ -178,6 +185,7 @@ try {
           headers: token,
           connections,
           seconds,
+          pid,
         }),
         await load('baseline node:http + SQL of me by token', {
           url: meBaseline.url,
@@ -192,6 +200,7 @@ try {
           headers: token,
           connections,
           seconds,
+          pid,
         }),
         await load('svc { me } (session cookie)', {
           url: graph,
@@ -199,10 +208,13 @@ try {
           headers: { cookie },
           connections,
           seconds,
+          pid,
         }),
       ];
       await meBaseline.close();
       report(rows, base);
+    }
+    if (!only) {
       await seedFields(db.url, graph, token_);
       const [fieldsBase, fieldsSvc] = await fieldsRows({
         databaseUrl: db.url,
@@ -219,15 +231,17 @@ try {
         token: token_,
         pid: service.child.pid as number,
       });
-      await baseline.close();
     }
-    await chatScenario({
-      databaseUrl: db.url,
-      graph,
-      serviceUrl: service.url,
-      token: token_,
-      pid: service.child.pid as number,
-    });
+    await baseline?.close();
+    if (only !== 'graph') {
+      await chatScenario({
+        databaseUrl: db.url,
+        graph,
+        serviceUrl: service.url,
+        token: token_,
+        pid: service.child.pid as number,
+      });
+    }
   } finally {
     // A failed scenario must not leave `svc serve` running.
     await service.stop();

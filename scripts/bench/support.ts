@@ -50,6 +50,19 @@ const STOP_GRACE_MS = 30_000;
  * Spawns `svc serve` of the checkout at `svcRoot` (this one unless given; another lets a
  * bench compare two commits) and polls readiness (every 10 ms) to time the start.
  */
+/**
+ * OpenTelemetry's variables and SVC_METRICS_ADDR, passed on from the bench's environment:
+ * `OTEL_EXPORTER_OTLP_ENDPOINT=… npm run bench` measures the service with tracing on.
+ */
+function observed(): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(process.env).filter(
+      (entry): entry is [string, string] =>
+        entry[1] !== undefined && (entry[0].startsWith('OTEL_') || entry[0] === 'SVC_METRICS_ADDR'),
+    ),
+  );
+}
+
 export async function startServe(
   env: Record<string, string>,
   svcRoot = root,
@@ -59,7 +72,7 @@ export async function startServe(
   const started = performance.now();
   const child = spawn(process.execPath, [path.join(svcRoot, 'bin/svc.js'), 'serve'], {
     cwd: svcRoot,
-    env: { PATH: process.env.PATH ?? '', SVC_ADDR: `127.0.0.1:${port}`, ...env },
+    env: { PATH: process.env.PATH ?? '', SVC_ADDR: `127.0.0.1:${port}`, ...observed(), ...env },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   for (;;) {

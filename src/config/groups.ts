@@ -10,6 +10,7 @@ import {
   graceDuration,
   hexKey,
   listenAddress,
+  logLevel,
   port,
   retentionDuration,
   text,
@@ -32,6 +33,8 @@ export function readServer(env: EnvReader): Config['server'] {
     corsOrigins: r.read('SVC_CORS_ORIGINS', corsOrigins, ''),
     devGraphiql: env.isSet('SVC_DEV_GRAPHIQL'),
     devPostgresPort: r.optional('SVC_DEV_POSTGRES_PORT', port),
+    metricsAddr: r.optional('SVC_METRICS_ADDR', listenAddress),
+    logLevel: r.read('SVC_LOG_LEVEL', logLevel, 'info'),
   };
 }
 

@@ -10,6 +10,9 @@ export const SECRET_VARIABLES: ReadonlySet<string> = new Set([
   'SVC_CHAT_APP_SECRET',
   'SVC_CHAT_ACCESS_TOKEN',
   'SVC_CHAT_CREDENTIALS_KEY',
+  // Collectors take an API key in a header.
+  'OTEL_EXPORTER_OTLP_HEADERS',
+  'OTEL_EXPORTER_OTLP_TRACES_HEADERS',
 ]);
 
 /** Reads variables for the loader, collecting every problem instead of stopping. */

@@ -89,3 +89,9 @@ export const email: Schema<string> = v.pipe(
   v.string(),
   v.email('must be an email address such as crm@example.com'),
 );
+
+/** SVC_LOG_LEVEL: pino's level names, quietest last. */
+export const logLevel: Schema<'trace' | 'debug' | 'info' | 'warn' | 'error'> = v.picklist(
+  ['trace', 'debug', 'info', 'warn', 'error'],
+  'must be trace, debug, info, warn or error',
+);

@@ -60,7 +60,23 @@ export interface Config {
     devGraphiql: boolean;
     /** SVC_DEV_POSTGRES_PORT: where `svc dev`'s embedded PostgreSQL listens; null: a free port. */
     devPostgresPort: number | null;
+    /** SVC_METRICS_ADDR: where `GET /metrics` is served, apart from `addr`; null: no metrics listener. */
+    metricsAddr: HostPort | null;
+    /** SVC_LOG_LEVEL: the quietest level written (`debug` shows each refused operation). */
+    logLevel: 'trace' | 'debug' | 'info' | 'warn' | 'error';
   };
+  /**
+   * OpenTelemetry traces (OTEL_EXPORTER_OTLP_ENDPOINT and the other standard variables,
+   * docs/operations.md); null: off.
+   */
+  tracing: {
+    /** Where spans are POSTed as OTLP/HTTP JSON. */
+    endpoint: string;
+    headers: Record<string, string>;
+    serviceName: string;
+    /** OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG (the ratio of the ratio samplers). */
+    sampler: { name: string; ratio: number };
+  } | null;
   /** Null without SVC_SMTP_HOST: no mail is sent. */
   mail: MailConfig | null;
   invitations: {

@@ -4,7 +4,7 @@ import { sql } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
 import { refuse } from '../errors.js';
 import { recordEvent } from '../events/service.js';
-import { isValidText, longerThan, TEXT_MAX } from '../limits.js';
+import { checkText, longerThan, TEXT_MAX } from '../limits.js';
 import { channelName, findChannel, type NormalisedIdentity } from './channels.js';
 import {
   bumpContactCount,
@@ -29,15 +29,20 @@ export interface IdentityContact {
   created: boolean;
 }
 
-/** A platform's identity checked and keyed like any other; refused only when unusable. */
+/**
+ * A platform's identity checked and keyed like any other, refused only when unusable and
+ * then with the graph's reasons (normaliseIdentity): blank is `identity_identifier_required`,
+ * text past the rule `text_invalid` or `text_too_long`, one naming no one on its channel (a
+ * phone number without a digit) `identity_identifier_malformed`.
+ */
 function delivered(identity: DeliveredIdentity): NormalisedIdentity {
   const channel = findChannel(identity.channel);
   if (!channel) throw refuse('channel_unknown', { channel: channelName(identity.channel) });
   const identifier = identity.identifier.trim();
+  if (!identifier) throw refuse('identity_identifier_required');
+  checkText(identifier, 'identifier', TEXT_MAX.identifier);
   const identifierKey = channel.key(identifier);
-  if (!identifierKey || !isValidText(identifier) || longerThan(identifier, TEXT_MAX.identifier)) {
-    throw refuse('identity_identifier_required');
-  }
+  if (!identifierKey) throw refuse('identity_identifier_malformed', { channel: channel.name });
   const displayName = clip(identity.displayName?.trim() || '', TEXT_MAX.displayName) || null;
   return { channel: channel.name, identifier, identifierKey, displayName };
 }

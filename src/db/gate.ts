@@ -1,5 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { PendingQuery, Row, Sql, TransactionSql } from 'postgres';
+import { traceStatement } from '../tracing/statements.js';
 import { drizzleOver, type Database } from './client.js';
 
 /**
@@ -51,6 +52,8 @@ export interface QueryGate {
   forRequest(caller: string, signal: AbortSignal): Database;
   /** Statements `caller` has running or waiting (for tests and diagnostics). */
   load(caller: string): { running: number; waiting: number };
+  /** The same over every caller, and the callers waiting (the metrics' gauges). */
+  totals(): { running: number; waiting: number; callersWaiting: number; longestQueue: number };
 }
 
 interface Waiter {
@@ -228,7 +231,9 @@ export function createQueryGate(database: Database, options: QueryGateOptions): 
       return {
         unsafe: (query, params, options) =>
           new LazyQuery((asValues) =>
-            track(tx.unsafe(query, params as never, asPrepared(options)), asValues),
+            traceStatement(query, () =>
+              track(tx.unsafe(query, params as never, asPrepared(options)), asValues),
+            ),
           ),
         savepoint: (work) => tx.savepoint((inner) => work(held(inner))) as never,
       };
@@ -261,9 +266,11 @@ export function createQueryGate(database: Database, options: QueryGateOptions): 
     const client: SessionClient = {
       unsafe: (query, params, options) =>
         new LazyQuery((asValues) =>
-          inTurn(() =>
-            onIdleConnection(database, (sql) =>
-              track(sql.unsafe(query, params as never, asPrepared(options)), asValues),
+          traceStatement(query, () =>
+            inTurn(() =>
+              onIdleConnection(database, (sql) =>
+                track(sql.unsafe(query, params as never, asPrepared(options)), asValues),
+              ),
             ),
           ),
         ),
@@ -284,6 +291,17 @@ export function createQueryGate(database: Database, options: QueryGateOptions): 
         running: turns?.running ?? 0,
         waiting: (turns?.waiting.length ?? 0) + (turns?.beside.length ?? 0),
       };
+    },
+    totals() {
+      const totals = { running: 0, waiting: 0, callersWaiting: 0, longestQueue: 0 };
+      for (const turns of byCaller.values()) {
+        const waiting = turns.waiting.length + turns.beside.length;
+        totals.running += turns.running;
+        totals.waiting += waiting;
+        if (waiting > 0) totals.callersWaiting += 1;
+        totals.longestQueue = Math.max(totals.longestQueue, waiting);
+      }
+      return totals;
     },
   };
 }

@@ -6,6 +6,7 @@ import { parseRevocation, REVOCATIONS_CHANNEL, revokes } from './revocations.js'
 import { EVENTS_CHANNEL, type EventNotice } from './service.js';
 import { openSubscription, type Subscriber } from './subscription.js';
 import { payloadObject } from './payload.js';
+import { busLag, busNotices } from '../metrics/registry.js';
 
 /** A notice as a subscriber receives it: the NOTIFY payload, `at` filled in when absent. */
 export interface BusNotice extends Omit<EventNotice, 'at'> {
@@ -105,6 +106,8 @@ function noticeHandler(registry: Registry, log: Logger) {
       log.warn({ channel: EVENTS_CHANNEL }, 'event notice unreadable, skipped');
       return;
     }
+    busNotices.inc();
+    busLag.observe(Math.max(0, Date.now() - notice.at.getTime()) / 1000);
     for (const subscriber of registry.of(notice.workspaceId)) subscriber.offer(notice);
   };
 }

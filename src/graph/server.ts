@@ -23,6 +23,11 @@ import type { JsonMediaType, JsonOperation } from './json-operation.js';
 import { useIntrospectionGate } from './introspection.js';
 import { useSuggestionGate } from './suggestions.js';
 import { yogaLogger } from './yoga-log.js';
+import { useOpenTelemetry } from '@envelop/opentelemetry';
+import { SpanKind } from '@opentelemetry/api';
+import { useOperationObserver } from './observe.js';
+import { tracerProvider } from '../tracing/tracing.js';
+import { useResolverSpans } from '../tracing/statements.js';
 import {
   useSingleConnectionSse,
   useSingleConnectionStreamSlots,
@@ -123,6 +128,8 @@ function yogaOptions(
     plugins: [
       // First, so its requests (PUT, DELETE, or carrying a stream token) reach nothing else.
       useSingleConnectionSse(GRAPH_PATH),
+      useOperationObserver(log),
+      ...tracingPlugins(),
       useRequestErrorShape(),
       useDocumentLimits(),
       useIntrospectionGate({ allowAnonymous: config.server.devGraphiql }),
@@ -141,4 +148,26 @@ function yogaOptions(
       useSuggestionGate({ allowAnonymous: config.server.devGraphiql }),
     ],
   };
+}
+
+/**
+ * With tracing on: envelop's OpenTelemetry plugin makes each operation's span (named by
+ * its type and name, the document as an attribute unless it carries inline values), and
+ * resolvers get a span once they run a statement (src/tracing/statements.ts). The
+ * plugin's own resolver spans are left off: they record every resolver's arguments
+ * (a password among them) and never end a resolver's span that failed.
+ */
+function tracingPlugins() {
+  const provider = tracerProvider();
+  if (!provider) return [];
+  return [
+    useOpenTelemetry(
+      { resolvers: false, variables: false, result: false },
+      provider as never,
+      SpanKind.INTERNAL,
+      undefined,
+      'svc',
+    ),
+    useResolverSpans(),
+  ];
 }

@@ -24,6 +24,50 @@ import { createPluginGuard } from './plugin-guard.js';
 import { createPluginRouter, PLUGIN_ROUTE_PREFIX } from './plugin-routes.js';
 import { createReadiness } from './readiness.js';
 import { databaseUnavailable, UNAVAILABLE_RETRY_AFTER_SECONDS } from '../errors.js';
+import { httpRequests } from '../metrics/registry.js';
+import { extracted, SpanKind, tracingOn, withSpan } from '../tracing/tracing.js';
+
+/** The route a request counts under: a handful of fixed values, never its path. */
+export function routeOf(path: string): string {
+  if (path === GRAPH_PATH) return 'graph';
+  if (path === MCP_PATH) return 'mcp';
+  if (path === '/api/healthz' || path === '/api/readyz') return 'probe';
+  if (path.startsWith(PLUGIN_ROUTE_PREFIX)) return 'plugin';
+  return path === '/api' || path.startsWith('/api/') ? 'api' : 'web';
+}
+
+/** Counts the answer by route and status class once it is written. */
+function countAnswer(res: ServerResponse, route: string): void {
+  res.once('finish', () =>
+    httpRequests.inc({ route, status: `${Math.floor(res.statusCode / 100)}xx` }),
+  );
+}
+
+/**
+ * The request's server span, child of the caller's `traceparent` if it sent one; the
+ * graph's operation observer renames it after the operation.
+ */
+function serverSpan(
+  req: IncomingMessage,
+  res: ServerResponse,
+  route: string,
+  serve: () => Promise<void>,
+): Promise<void> {
+  if (!tracingOn() || route === 'probe') return serve();
+  const path = new URL(req.url ?? '/', 'http://localhost').pathname;
+  return withSpan(
+    `${req.method ?? 'GET'} ${route === 'web' ? '/' : path}`,
+    {
+      kind: SpanKind.SERVER,
+      parent: extracted(req.headers),
+      attributes: { 'http.request.method': req.method ?? 'GET', 'http.route': route },
+    },
+    async (span) => {
+      await serve();
+      span?.setAttribute('http.response.status_code', res.statusCode);
+    },
+  );
+}
 
 export interface AppDeps {
   config: Config;
@@ -111,8 +155,10 @@ export function createApp(deps: AppDeps): App {
     handle: async (req, res) => {
       // While draining, each answer tells its client to reconnect (to another process).
       if (deps.isShuttingDown()) res.setHeader('connection', 'close');
+      const route = routeOf(new URL(req.url ?? '/', 'http://localhost').pathname);
+      countAnswer(res, route);
       try {
-        await handle(req, res);
+        await serverSpan(req, res, route, () => handle(req, res));
       } catch (error) {
         // A client that went away, or was cut off by the read timeout, before its whole
         // request arrived is not a failure of the service, and has nobody left to answer.

@@ -24,6 +24,8 @@ import type { PgColumn, PgTable } from 'drizzle-orm/pg-core';
 import type { Config } from '../config.js';
 import type { Database, Db } from '../db/client.js';
 import type { Logger } from '../log.js';
+import { jobs as jobMetrics } from '../metrics/registry.js';
+import { SpanKind, withSpan } from '../tracing/tracing.js';
 
 /** Announced at an enqueuing commit with the kind's name as payload: every runner hears it. */
 export const JOBS_CHANNEL = 'svc_jobs';
@@ -329,9 +331,32 @@ export function startJobRunner<Fields extends Record<string, unknown>>(
     else map.delete(key);
   };
 
+  const labels = { kind: kind.name };
+
+  /** One attempt, timed, counted and (tracing on) in a span of its own trace. */
   async function attempt(job: ClaimedJob<Fields>): Promise<void> {
+    const startedAt = performance.now();
+    jobMetrics.inFlight.inc(labels);
+    try {
+      await withSpan(
+        `job ${kind.name}`,
+        {
+          kind: SpanKind.CONSUMER,
+          parent: 'root',
+          attributes: { 'job.kind': kind.name, 'job.attempt': job.attempt },
+        },
+        () => runOnce(job),
+      );
+    } finally {
+      jobMetrics.inFlight.dec(labels);
+      jobMetrics.duration.observe(labels, (performance.now() - startedAt) / 1000);
+    }
+  }
+
+  async function runOnce(job: ClaimedJob<Fields>): Promise<void> {
     try {
       await kind.run(job, context);
+      jobMetrics.succeeded.inc(labels);
     } catch (error) {
       const retry = error instanceof JobRetry;
       if (!retry) log.error({ err: error, job: kind.name, id: job.id }, 'job failed unexpectedly');
@@ -343,6 +368,8 @@ export function startJobRunner<Fields extends Record<string, unknown>>(
         message,
         retry ? error.detail : null,
       );
+      if (outcome === 'failed') jobMetrics.failed.inc(labels);
+      if (outcome === 'retrying') jobMetrics.retried.inc(labels);
       if (outcome !== 'lost') {
         log.warn(
           { job: kind.name, id: job.id, attempt: job.attempt, error: message.slice(0, 200) },
@@ -366,6 +393,7 @@ export function startJobRunner<Fields extends Record<string, unknown>>(
           groupCap: kind.groupCap,
           runningGroups,
         });
+        if (jobs.length) jobMetrics.claimed.inc(labels, jobs.length);
         for (const job of jobs) {
           const group = (job as { __group?: string }).__group ?? null;
           count(running, job.workspaceId, 1);

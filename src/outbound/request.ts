@@ -18,6 +18,7 @@ import {
   type AllowList,
   type Resolve,
 } from './address.js';
+import { injectTraceContext, SpanKind, tracingOn, withSpan } from '../tracing/tracing.js';
 
 export type OutboundMethod = 'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
@@ -186,8 +187,36 @@ interface Hop {
 
 type HopOutcome = OutboundResult | { kind: 'redirect'; status: number; location: string };
 
-/** Makes the call (see the module comment); never throws for anything the far side does. */
-export async function requestOutbound(call: OutboundCall): Promise<OutboundResult> {
+/**
+ * Makes the call (see the module comment); never throws for anything the far side does.
+ * With tracing on, the call is a client span whose `traceparent` the request carries, so
+ * a receiver that traces continues the trace (a webhook delivery's, a plugin job's).
+ */
+export function requestOutbound(call: OutboundCall): Promise<OutboundResult> {
+  if (!tracingOn()) return requestUntraced(call);
+  const url = parseOutboundUrl(call.url);
+  const method = call.method ?? 'GET';
+  return withSpan(
+    method,
+    {
+      kind: SpanKind.CLIENT,
+      // The host only: a URL's path or query may carry a token.
+      attributes: { 'http.request.method': method, 'server.address': url ? hostOf(url) : '' },
+    },
+    async (span) => {
+      const headers = { ...call.headers };
+      injectTraceContext(headers);
+      const outcome = await requestUntraced({ ...call, headers });
+      if ('status' in outcome && typeof outcome.status === 'number') {
+        span?.setAttribute('http.response.status_code', outcome.status);
+      }
+      span?.setAttribute('outbound.outcome', outcome.kind);
+      return outcome;
+    },
+  );
+}
+
+async function requestUntraced(call: OutboundCall): Promise<OutboundResult> {
   const url = parseOutboundUrl(call.url);
   if (!url) return failed('invalid_url', 'not an http or https URL without credentials');
   const limits: Limits = {

@@ -185,3 +185,18 @@ export async function recordDelivered(db: Db, key: Held, status: number): Promis
     })
     .where(held(key));
 }
+
+/**
+ * The outbox's depth for the metrics (docs/operations.md): deliveries still pending in
+ * every workspace and the age of the oldest, in one statement.
+ */
+export async function outboxFigures(db: Db): Promise<{ pending: number; oldestSeconds: number }> {
+  const [row] = (await db.execute(sql`
+    select count(*)::int as pending,
+      coalesce(extract(epoch from now() - min(${d.createdAt})), 0)::float8 as "oldestSeconds"
+    from ${d} where ${d.status} = 'pending'`)) as unknown as {
+    pending: number;
+    oldestSeconds: number;
+  }[];
+  return row ?? { pending: 0, oldestSeconds: 0 };
+}

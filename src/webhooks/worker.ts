@@ -1,3 +1,4 @@
+import { webhookDeliveries } from '../metrics/registry.js';
 import type { Config } from '../config.js';
 import type { Database } from '../db/client.js';
 import { selectEnvelopes } from '../events/queries.js';
@@ -107,6 +108,7 @@ async function deliver(
       'user-agent': 'svc-webhooks',
     },
   });
+  webhookDeliveries.inc({ outcome: deliveryOutcome(outcome) });
   if (outcome.kind === 'answered' && outcome.status >= 200 && outcome.status < 300) {
     await recordDelivered(database.db, row, outcome.status);
     return;
@@ -123,6 +125,14 @@ async function deliver(
     throw new JobRetry(`answered ${outcome.status}`, outcome.status);
   }
   throw new JobRetry(outcome.message);
+}
+
+/** An attempt's outcome as the metrics count it (a handful of fixed values). */
+function deliveryOutcome(outcome: Awaited<ReturnType<typeof sendOnce>>): string {
+  if (outcome.kind === 'answered') {
+    return outcome.status >= 200 && outcome.status < 300 ? 'delivered' : 'answered_error';
+  }
+  return outcome.kind === 'refused' ? 'refused' : 'unreachable';
 }
 
 /** Delivers webhook_deliveries in this process until stopped (the server starts one). */

@@ -1,3 +1,5 @@
+import { basename } from 'node:path';
+import { boundedLabel, workerDuration, workerRuns, workersRunning } from '../metrics/registry.js';
 import { spawn } from 'node:child_process';
 import { channel } from 'node:diagnostics_channel';
 import { readFile } from 'node:fs/promises';
@@ -201,8 +203,19 @@ export class WorkerPool {
   ): Promise<O> {
     const release = await this.take(key, signal);
     const memoryMb = Math.min(limits.maxMemoryMb, this.settings.memoryMaxBytes / MIB);
+    const done = countRun(file);
     try {
-      return await runIsolated<O>(file, input, { ...limits, maxMemoryMb: memoryMb }, signal);
+      const output = await runIsolated<O>(
+        file,
+        input,
+        { ...limits, maxMemoryMb: memoryMb },
+        signal,
+      );
+      done('ok');
+      return output;
+    } catch (error) {
+      done(error instanceof WorkerLimitError ? error.failure : 'stopped');
+      throw error;
     } finally {
       release();
     }
@@ -290,6 +303,20 @@ export class WorkerPool {
     });
   }
 }
+
+/** Starts counting a run of `file` (`parse.worker` for `parse.worker.mjs`); answers its end. */
+function countRun(file: URL): (outcome: string) => void {
+  const worker = workerLabel(basename(file.pathname).replace(/\.[cm]?js$/, ''));
+  const startedAt = performance.now();
+  workersRunning.inc();
+  return (outcome) => {
+    workersRunning.dec();
+    workerRuns.inc({ worker, outcome });
+    workerDuration.observe({ worker }, (performance.now() - startedAt) / 1000);
+  };
+}
+
+const workerLabel = boundedLabel(20);
 
 /** One pool per process configuration (tests start several services in one process). */
 const pools = new WeakMap<Config['workers'], WorkerPool>();

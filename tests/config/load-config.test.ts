@@ -42,6 +42,9 @@ const DEFAULTS: [string, string, unknown][] = [
   ['SVC_CORS_ORIGINS', 'server.corsOrigins', []],
   ['SVC_DEV_GRAPHIQL', 'server.devGraphiql', false],
   ['SVC_DEV_POSTGRES_PORT', 'server.devPostgresPort', null],
+  ['SVC_METRICS_ADDR', 'server.metricsAddr', null],
+  ['SVC_LOG_LEVEL', 'server.logLevel', 'info'],
+  ['OTEL_EXPORTER_OTLP_ENDPOINT', 'tracing', null],
   ['SVC_SMTP_HOST', 'mail', null],
   ['SVC_INVITE_TTL', 'invitations.inviteTtlMs', 168 * 3_600_000],
   ['SVC_RESET_TTL', 'invitations.resetTtlMs', 3_600_000],
@@ -128,6 +131,26 @@ const ACCEPTED: [string, string, string, unknown][] = [
   ['SVC_DEV_GRAPHIQL', '1', 'server.devGraphiql', true],
   ['SVC_DEV_GRAPHIQL', 'false', 'server.devGraphiql', true],
   ['SVC_DEV_POSTGRES_PORT', '54320', 'server.devPostgresPort', 54320],
+  ['SVC_METRICS_ADDR', '127.0.0.1:9464', 'server.metricsAddr', { host: '127.0.0.1', port: 9464 }],
+  ['SVC_METRICS_ADDR', ':9464', 'server.metricsAddr', { host: '', port: 9464 }],
+  ['SVC_LOG_LEVEL', 'debug', 'server.logLevel', 'debug'],
+  [
+    'OTEL_EXPORTER_OTLP_ENDPOINT',
+    'http://collector:4318/',
+    'tracing',
+    {
+      endpoint: 'http://collector:4318/v1/traces',
+      headers: {},
+      serviceName: 'svc',
+      sampler: { name: 'parentbased_always_on', ratio: 1 },
+    },
+  ],
+  [
+    'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT',
+    'https://otlp.example.com/custom',
+    'tracing.endpoint',
+    'https://otlp.example.com/custom',
+  ],
   [
     'SVC_CORS_ORIGINS',
     'https://App.example.com/, http://localhost:5173',
@@ -219,6 +242,14 @@ const REFUSED: [string, string, ConfigGroup][] = [
   ['SVC_ADDR', '::1:8080', 'server'],
   ['SVC_DEV_POSTGRES_PORT', '0', 'server'],
   ['SVC_DEV_POSTGRES_PORT', '5432x', 'server'],
+  ['SVC_METRICS_ADDR', '9464', 'server'],
+  ['SVC_LOG_LEVEL', 'verbose', 'server'],
+  ['SVC_METRICS_ADDR', 'localhost:0', 'server'],
+  ['OTEL_EXPORTER_OTLP_ENDPOINT', 'collector:4318', 'server'],
+  ['OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', 'ftp://collector', 'server'],
+  ['OTEL_TRACES_EXPORTER', 'zipkin', 'server'],
+  ['OTEL_EXPORTER_OTLP_PROTOCOL', 'grpc', 'server'],
+  ['OTEL_EXPORTER_OTLP_HEADERS', 'no-equals-sign', 'server'],
   ['SVC_TRUSTED_PROXIES', '10.0.0.1', 'server'],
   ['SVC_TRUSTED_PROXIES', '10.0.0.0/8, 192.168.0.1', 'server'],
   ['SVC_TRUSTED_PROXIES', '::ffff:10.0.0.0/95', 'server'],
@@ -329,6 +360,21 @@ describe('refused values', () => {
       expect(text).toContain(JSON.parse(problem?.message.match(/\(got (".*")\)$/)?.[1] ?? '""'));
     },
   );
+
+  test('a trace sampler and its ratio are read with the endpoint, and refused by name', () => {
+    const endpoint = { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' };
+    const sampled = { ...endpoint, OTEL_TRACES_SAMPLER: 'parentbased_traceidratio' };
+    expect(
+      loadConfig({ ...sampled, OTEL_TRACES_SAMPLER_ARG: '0.1' }).config.tracing?.sampler,
+    ).toEqual({ name: 'parentbased_traceidratio', ratio: 0.1 });
+    expect(problemsOf({ ...endpoint, OTEL_TRACES_SAMPLER: 'sometimes' })[0]?.message).toMatch(
+      /^OTEL_TRACES_SAMPLER must be one of always_on, .* \(got "sometimes"\)$/,
+    );
+    expect(problemsOf({ ...sampled, OTEL_TRACES_SAMPLER_ARG: '2' })).toEqual([
+      expect.objectContaining({ variable: 'OTEL_TRACES_SAMPLER_ARG', group: 'server' }),
+    ]);
+    expect(loadConfig({ ...sampled, OTEL_TRACES_SAMPLER_ARG: '2' }).config.tracing).toBeNull();
+  });
 
   test('names the refused value, the rule and the variable in one sentence', () => {
     expect(problemsOf({ SVC_GRAPH_PAGE_CAP: '2000' })).toEqual([

@@ -70,9 +70,12 @@ describe('createQueryGate', () => {
     const work = Array.from({ length: 5 }, () => waitForLock(gate.forRequest('ada', signal)));
     expect(await waitersReach(2)).toBe(2);
     expect(gate.load('ada')).toEqual({ running: 2, waiting: 3 });
+    // What the metrics' gauges read (svc_db_gate_*).
+    expect(gate.totals()).toEqual({ running: 2, waiting: 3, callersWaiting: 1, longestQueue: 3 });
     await release();
     await Promise.all(work);
     expect(gate.load('ada')).toEqual({ running: 0, waiting: 0 });
+    expect(gate.totals()).toEqual({ running: 0, waiting: 0, callersWaiting: 0, longestQueue: 0 });
   });
 
   test("another caller's statement runs while the first caller's share is busy", async () => {

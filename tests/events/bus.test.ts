@@ -6,6 +6,7 @@ import {
   type Subscription,
 } from '../../src/events/bus.js';
 import { announceRevocation } from '../../src/events/revocations.js';
+import { busLag, busNotices } from '../../src/metrics/registry.js';
 import { EVENTS_CHANNEL } from '../../src/events/service.js';
 import type { Actor } from '../../src/context.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
@@ -70,6 +71,21 @@ describe('event bus', () => {
     expect((await sub.next()).value).toMatchObject({ name: 'task.created' });
     sub.close();
     expect(parseNotice('{"id":1}')).toBeNull();
+  });
+
+  test('each notice heard is counted and its lag from the commit observed (svc_event_bus_*)', async () => {
+    const actor = await member();
+    const sub = bus.subscribe({ actor });
+    const heard = async () => (await busNotices.get()).values[0]?.value ?? 0;
+    const lagged = async () =>
+      (await busLag.get()).values.find((v) => v.metricName === 'svc_event_bus_lag_seconds_count')
+        ?.value ?? 0;
+    const [noticesBefore, lagBefore] = [await heard(), await lagged()];
+    await record(db.database.db, { workspaceId: actor.workspaceId, name: 'task.created' });
+    expect((await sub.next()).value).toMatchObject({ name: 'task.created' });
+    expect((await heard()) - noticesBefore).toBe(1);
+    expect((await lagged()) - lagBefore).toBe(1);
+    sub.close();
   });
 
   test('an aborted signal ends the subscription; after close new ones end at once', async () => {

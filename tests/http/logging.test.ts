@@ -1,5 +1,5 @@
 // What the service logs, and at which level: `error` is for the service's own failures;
-// a client's mistake is logged once, at `info`. A start that cannot listen says so in
+// a client's mistake is one line at `debug` (reason, operation, caller kind), none at `info`. A start that cannot listen says so in
 // one line. `svc dev` writes lines for a person, `svc serve` JSON.
 import { createServer, type Server } from 'node:net';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
@@ -11,42 +11,58 @@ import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { useTestService, type LogLine, type TestService } from '../support/service.js';
 
 const LOGIN =
-  'mutation ($e: String!, $p: String!) { login(email: $e, password: $p) { __typename } }';
+  'mutation SignIn($e: String!, $p: String!) { login(email: $e, password: $p) { __typename } }';
 
-/** The lines `svc` logged while `run` ran against it. */
+/** The lines `svc` logged while `run` ran against it, `trace` left out. */
 async function linesDuring(
   svc: TestService,
   run: (svc: TestService) => Promise<unknown>,
 ): Promise<LogLine[]> {
   const from = svc.lines.length;
   await run(svc);
-  return svc.lines.slice(from).filter((line) => line.level !== 'debug');
+  return svc.lines.slice(from).filter((line) => line.level !== 'trace');
 }
 
 describe('levels of refusals', () => {
   const service = useTestService({ env: { SVC_DEV_GRAPHIQL: '1' } });
 
-  test('a wrong password is logged once, at info, never at error', async () => {
+  test('a wrong password is one line at debug naming reason, operation and caller kind', async () => {
     const lines = await linesDuring(service(), async (svc) => {
       const { body } = await svc.anonymous(LOGIN, { e: svc.admin.email, p: 'not the password' });
       expect(body.errors?.[0]?.extensions.reason).toBe('credentials_invalid');
     });
-    expect(lines.map((line) => line.level)).toEqual(['info']);
-    expect(JSON.stringify(lines[0])).toContain('credentials_invalid');
+    expect(lines).toEqual([
+      expect.objectContaining({
+        level: 'debug',
+        msg: 'operation refused',
+        reason: 'credentials_invalid',
+        code: 'UNAUTHENTICATED',
+        operation: 'SignIn',
+        caller: 'anonymous',
+      }),
+    ]);
+    // One line: nothing of the error object (message, locations, path) beyond its reason.
+    expect(Object.keys(lines[0]!)).not.toContain('yoga');
   });
 
-  test('a validation refusal is logged at info, never at error', async () => {
+  test('a validation refusal is one line at debug, none at info or error', async () => {
     const lines = await linesDuring(service(), async (svc) => {
-      const { body } = await svc.graph('query ($id: UUID!) { contact(id: $id) { id } }', {
+      const { body } = await svc.graph('query Find($id: UUID!) { contact(id: $id) { id } }', {
         id: 'not-a-uuid',
       });
       expect(body.errors?.[0]?.extensions.code).toBe('VALIDATION');
     });
-    expect(lines.map((line) => line.level)).toEqual(['info']);
-    expect(JSON.stringify(lines[0])).toContain('value_malformed');
+    expect(lines).toEqual([
+      expect.objectContaining({
+        level: 'debug',
+        reason: 'value_malformed',
+        operation: 'Find',
+        caller: 'token',
+      }),
+    ]);
   });
 
-  test('a refused GET logs one line, not two', async () => {
+  test('a refused GET logs nothing at info or above', async () => {
     const lines = await linesDuring(service(), async (svc) => {
       const response = await fetch(`${svc.url}/api/graphql?query=mutation{logout}`, {
         headers: { ...svc.adminHeaders, accept: 'application/json' },
@@ -54,15 +70,32 @@ describe('levels of refusals', () => {
       expect(response.status).toBe(405);
       await response.text();
     });
-    expect(lines).toHaveLength(1);
-    expect(lines[0]?.level).toBe('info');
-    expect(JSON.stringify(lines[0])).toContain('Can only perform a mutation operation');
+    expect(lines.filter((line) => line.level !== 'debug')).toEqual([]);
+    expect(lines.length).toBeLessThanOrEqual(1);
+  });
+
+  test('an INTERNAL still logs its error at error level', async () => {
+    const svc = service();
+    const from = svc.lines.length;
+    // A statement PostgreSQL refuses is no refusal of the client: the masker logs it.
+    await svc.db.database.sql`alter table contacts rename to contacts_away`;
+    try {
+      const { body } = await svc.graph(
+        'query Everyone { contacts(first: 1) { edges { node { id } } } }',
+      );
+      expect(body.errors?.[0]?.extensions.code).toBe('INTERNAL');
+    } finally {
+      await svc.db.database.sql`alter table contacts_away rename to contacts`;
+    }
+    const errors = svc.lines.slice(from).filter((line) => line.level === 'error');
+    expect(errors).toHaveLength(1);
+    expect(errors[0]?.msg).toBe('unexpected error in a graph operation');
   });
 });
 
 describe('yogaErrorLevel', () => {
-  test('a refusal is info, an INTERNAL the masker logged is debug, a failure is error', () => {
-    expect(yogaErrorLevel([refuse('credentials_invalid')])).toBe('info');
+  test('a refusal is silent (the observer logs it), an INTERNAL the masker logged is debug, a failure is error', () => {
+    expect(yogaErrorLevel([refuse('credentials_invalid')])).toBe('silent');
     expect(yogaErrorLevel([new GraphQLError('x', { extensions: { code: 'INTERNAL' } })])).toBe(
       'debug',
     );

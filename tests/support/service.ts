@@ -29,7 +29,12 @@ export function captureLogger(): { log: Logger; lines: LogLine[] } {
 export function testConfig(env: Env = {}): Config {
   const { config, problems } = loadConfig(env);
   expect(problems).toEqual([]);
-  return { ...config, server: { ...config.server, addr: { host: '127.0.0.1', port: 0 } } };
+  // SVC_METRICS_ADDR names a host; its port becomes a free one, like SVC_ADDR's.
+  const metricsAddr = config.server.metricsAddr && { ...config.server.metricsAddr, port: 0 };
+  return {
+    ...config,
+    server: { ...config.server, addr: { host: '127.0.0.1', port: 0 }, metricsAddr },
+  };
 }
 
 export interface TestService {

@@ -87,7 +87,7 @@ export default defineCommand({
     stopOn(problemsStoppingServe(loaded.problems));
     const config = { ...loaded.config, server: { ...loaded.config.server, devGraphiql: true } };
     // Readable lines for the person at the terminal; `svc serve` writes JSON (docs/decisions.md).
-    const log = createLogger({ format: 'pretty' });
+    const log = createLogger({ format: 'pretty', level: config.server.logLevel });
     let embedded: EmbeddedDatabase | null = null;
     if (!config.server.databaseUrl)
       embedded = await startEmbedded(log, config.server.devPostgresPort);

@@ -15,7 +15,7 @@ export default defineCommand({
     // Listening from the start: a SIGTERM during start-up still stops the service cleanly.
     const signalled = untilSignal();
     const config = serveConfig();
-    const log = createLogger();
+    const log = createLogger({ level: config.server.logLevel });
     const service = await startService({ config, log, databaseUrl: requireDatabaseUrl(config) });
     await signalled;
     await service.shutdown();

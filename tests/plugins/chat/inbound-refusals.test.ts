@@ -112,6 +112,19 @@ describe('a poison message', () => {
     });
   });
 
+  test("a sender with no digit is refused with the graph's reason for such a phone", async () => {
+    const [good, handle] = [messageId(), messageId()];
+    // The sender is also matched as a phone number (+<sender>); the graph refuses a phone
+    // without a digit `identity_identifier_malformed`, and so does the chat path.
+    const payload = batch(text(sender(), 'first', good), text('call me', 'no digits', handle));
+    expect((await h.deliver(payload)).status).toBe(200);
+    expect(await storedIds([good, handle])).toEqual([good]);
+    expect((await refused()).find((row) => row.platformId === handle)).toMatchObject({
+      kind: 'message',
+      reason: 'identity_identifier_malformed',
+    });
+  });
+
   test('an admin reads the refusals; a member is refused', async () => {
     expect((await refused()).length).toBeGreaterThan(0);
     const db = h.svc.db.database.db;

@@ -206,6 +206,27 @@ describe('inbound payloads are routed by their number', () => {
     expect(await storedWith(body)).toEqual([]);
     expect(await counts()).toEqual(before);
   });
+
+  test('a payload not routed logs why, naming the number and what to do', async () => {
+    const from = svc.lines.length;
+    await delivered(text(NUMBER, peer(), `unrouted ${peer()}`));
+    await delivered(text('9999000099990000', peer(), `unrouted ${peer()}`));
+    const warned = svc.lines.slice(from).filter((line) => line.level === 'warn');
+    expect(warned).toEqual([
+      expect.objectContaining({
+        dropped: 1,
+        unrouted: { [NUMBER]: expect.stringContaining('this one has several') },
+        msg: expect.stringContaining('connect the number to one of them (chatConnect)'),
+      }),
+      expect.objectContaining({
+        unrouted: {
+          '9999000099990000': expect.stringContaining(
+            'no workspace connected this number and it is not SVC_CHAT_PHONE_NUMBER_ID',
+          ),
+        },
+      }),
+    ]);
+  });
 });
 
 describe('replies', () => {
