@@ -2,7 +2,7 @@
 // checked against the identities the workspace holds in one read, and written in batches
 // inside the plugin's own transaction.
 import { randomUUID } from 'node:crypto';
-import { and, eq, sql } from 'drizzle-orm';
+import { and, eq, sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
 import { AppError, refuse } from '../errors.js';
 import { checkText, IDENTITIES_PER_CONTACT, TEXT_MAX } from '../limits.js';
@@ -142,16 +142,7 @@ export async function createContactsIn(
   for (let i = 0; i < identities.length; i += BATCH) {
     const batch = identities.slice(i, i + BATCH);
     const [written] = await tx.execute<{ rows: number }>(sql`
-      with written as (
-        insert into contact_identities
-          (workspace_id, contact_id, channel, identifier, identifier_key, display_name, created_at)
-        select ${workspaceId}, row."contactId", row.channel, row.identifier, row."identifierKey",
-          row."displayName", clock_timestamp()
-        from jsonb_to_recordset(${JSON.stringify(batch)}::jsonb) as row(
-          "contactId" uuid, channel text, identifier text, "identifierKey" text, "displayName" text)
-        on conflict (workspace_id, channel, identifier_key) do nothing
-        returning 1
-      )
+      with written as (${insertIdentities(workspaceId, batch)} returning 1)
       select count(*)::int as rows from written`);
     if (written!.rows < batch.length) {
       // Another contact took an address meanwhile: name its holder.
@@ -219,13 +210,7 @@ export async function addIdentitiesIn(
   for (let i = 0; i < rows.length; i += BATCH) {
     const batch = rows.slice(i, i + BATCH);
     const written = await tx.execute<AddedIdentity>(sql`
-      insert into contact_identities
-        (workspace_id, contact_id, channel, identifier, identifier_key, display_name, created_at)
-      select ${workspaceId}, row."contactId", row.channel, row.identifier, row."identifierKey",
-        row."displayName", clock_timestamp()
-      from jsonb_to_recordset(${JSON.stringify(batch)}::jsonb) as row(
-        "contactId" uuid, channel text, identifier text, "identifierKey" text, "displayName" text)
-      on conflict (workspace_id, channel, identifier_key) do nothing
+      ${insertIdentities(workspaceId, batch)}
       returning id, contact_id as "contactId", channel, identifier`);
     if (written.length < batch.length) await refuseHeldElsewhere(tx, workspaceId, batch);
     added.push(...written);
@@ -329,4 +314,20 @@ export async function lockContactsIn(
       order by id for update`);
     if (locked.length < batch.length) throw refuse('contact_not_found');
   }
+}
+
+/**
+ * The insert of a batch of identities (`contactId` with a prepared identity each), one
+ * statement whatever its size; an address another contact took meanwhile is skipped (the
+ * caller reads what was written from its own `returning`).
+ */
+function insertIdentities(workspaceId: string, batch: readonly object[]): SQL {
+  return sql`
+    insert into contact_identities
+      (workspace_id, contact_id, channel, identifier, identifier_key, display_name, created_at)
+    select ${workspaceId}, row."contactId", row.channel, row.identifier, row."identifierKey",
+      row."displayName", clock_timestamp()
+    from jsonb_to_recordset(${JSON.stringify(batch)}::jsonb) as row(
+      "contactId" uuid, channel text, identifier text, "identifierKey" text, "displayName" text)
+    on conflict (workspace_id, channel, identifier_key) do nothing`;
 }
