@@ -22,7 +22,12 @@ async function adminOfNewWorkspace(): Promise<Record<string, string>> {
 
 beforeAll(async () => {
   db = await createTestDatabase();
-  served = await serveProcess({ SVC_DATABASE_URL: db.url });
+  // Workers held to 128 MiB (SVC_WORKER_MEMORY_MAX caps every worker's own limit): a
+  // 60 MB string then exceeds a worker's memory every time, whatever the collector does.
+  served = await serveProcess({
+    SVC_DATABASE_URL: db.url,
+    SVC_WORKER_MEMORY_MAX: String(128 * 1024 * 1024),
+  });
   uploader = await adminOfNewWorkspace();
   bystander = await adminOfNewWorkspace();
 }, 60_000);
@@ -79,7 +84,7 @@ describe('a hostile spreadsheet against a serving process', () => {
   }, 60_000);
 
   test('one that passes the inflated-size check and exhausts the parser’s memory is refused the same', async () => {
-    // 60 MB inflated: under the 64 MiB check, past what the 384 MiB worker can parse.
+    // 60 MB inflated: under the 64 MiB check, past what a 128 MiB worker can parse.
     const bomb = workbookOfSharedStrings(['name', Buffer.alloc(60_000_000, 'A')]);
     const { answer, meanwhile } = await uploadBesideAnotherWorkspace(bomb, 'bomb.xlsx');
     expect(answer.errors?.[0]).toMatchObject({
