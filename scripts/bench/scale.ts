@@ -515,6 +515,15 @@ try {
       );
     }
   }
+  // A search box's wait: each search alone, one request at a time (warm: after its load).
+  for (const s of scenarios.filter((one) => one.variables.q)) {
+    const body = JSON.stringify({ query: queries[s.field], variables: s.variables });
+    await oneAtATime(`${s.name}, 50 requests one at a time`, Array<string>(50).fill(body), {
+      service: graph,
+      baseline: `${baseline.url}/${s.field}`,
+      headers,
+    });
+  }
   if (scenarios.some((s) => s.field === 'contactDuplicates')) {
     await oneAtATime(
       'contactDuplicates(id), 200 contacts one request at a time',
