@@ -8,5 +8,4 @@ CREATE TABLE "contact_search" (
 );
 --> statement-breakpoint
 DROP INDEX "contact_identities_display_trgm_idx";--> statement-breakpoint
-DROP INDEX "contact_identities_digits_trgm_idx";--> statement-breakpoint
-ALTER TABLE "contact_search" ADD CONSTRAINT "contact_search_workspace_id_contact_id_contacts_workspace_id_id_fk" FOREIGN KEY ("workspace_id","contact_id") REFERENCES "public"."contacts"("workspace_id","id") ON DELETE cascade ON UPDATE no action;
+DROP INDEX "contact_identities_digits_trgm_idx";

@@ -1,8 +1,8 @@
 -- contact_search (src/contacts/tables.ts) kept in the statement that changes what `q`
 -- searches, whichever path writes (the service, the plugin SDK, an import's bulk insert):
--- a contact's insert or rename, an identity's insert, edit, move or delete (a contact's
--- delete cascades). Statement triggers over transition tables, so a bulk write refreshes
--- its contacts in one statement, not one per row. The refresh locks the contacts' search
+-- a contact's insert, rename or delete, an identity's insert, edit, move or delete.
+-- Statement triggers over transition tables, so a bulk write refreshes its contacts in one
+-- statement, not one per row. The refresh locks the contacts' search
 -- rows and only then reads their identities, in a statement of its own: two transactions
 -- adding identities to one contact each see the other's once it commits.
 CREATE FUNCTION contact_search_refresh(workspace_ids uuid[], contact_ids uuid[]) RETURNS void
@@ -31,11 +31,18 @@ BEGIN
       IS DISTINCT FROM (excluded.sort_name, excluded.names, excluded.digits);
 END $$;
 --> statement-breakpoint
+-- A new contact has no identity yet (theirs reference it): its row is its name alone.
 CREATE FUNCTION contact_search_contacts_added() RETURNS trigger LANGUAGE plpgsql AS $$
-DECLARE workspace_ids uuid[]; contact_ids uuid[];
 BEGIN
-  SELECT array_agg(workspace_id), array_agg(id) INTO workspace_ids, contact_ids FROM added;
-  PERFORM contact_search_refresh(workspace_ids, contact_ids);
+  INSERT INTO contact_search (workspace_id, contact_id, sort_name, names, digits)
+  SELECT workspace_id, id, lower(name), '', '' FROM added;
+  RETURN NULL;
+END $$;
+--> statement-breakpoint
+CREATE FUNCTION contact_search_contacts_removed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  DELETE FROM contact_search s USING removed r
+  WHERE s.workspace_id = r.workspace_id AND s.contact_id = r.id;
   RETURN NULL;
 END $$;
 --> statement-breakpoint
@@ -90,6 +97,10 @@ CREATE TRIGGER contact_search_contacts_added AFTER INSERT ON contacts
 CREATE TRIGGER contact_search_contacts_renamed AFTER UPDATE ON contacts
   REFERENCING OLD TABLE AS before NEW TABLE AS after
   FOR EACH STATEMENT EXECUTE FUNCTION contact_search_contacts_renamed();
+--> statement-breakpoint
+CREATE TRIGGER contact_search_contacts_removed AFTER DELETE ON contacts
+  REFERENCING OLD TABLE AS removed
+  FOR EACH STATEMENT EXECUTE FUNCTION contact_search_contacts_removed();
 --> statement-breakpoint
 CREATE TRIGGER contact_search_identities_added AFTER INSERT ON contact_identities
   REFERENCING NEW TABLE AS added

@@ -91,8 +91,8 @@ export const contactIdentities = pgTable(
  * display names lower-cased, `digits` the identifiers' digits, each list joined by a line
  * break, so a fragment without one matches within a single value. Triggers on contacts
  * and contact_identities (drizzle/0010_contact_search_sync.sql) rewrite a contact's row in
- * the statement that changes what it holds, whichever path writes; a search reads this
- * table alone (about 100 bytes a contact) until its page of 50.
+ * the statement that changes what it holds and delete it with its contact, whichever path
+ * writes; a search reads this table alone (about 100 bytes a contact) until its page of 50.
  */
 export const contactSearch = pgTable(
   'contact_search',
@@ -104,8 +104,9 @@ export const contactSearch = pgTable(
     digits: text().notNull(),
   },
   (t) => [
+    // No foreign key: the triggers write and delete a row with its contact, and a key
+    // would check each inserted row again (a bulk insert pays per row).
     primaryKey({ columns: [t.workspaceId, t.contactId] }),
-    sameWorkspaceRef(t, t.contactId, contacts).onDelete('cascade'),
     // Every `q`: the three lists' trigrams, each a column of one index.
     index('contact_search_trgm_idx').using(
       'gin',
