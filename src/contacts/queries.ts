@@ -125,6 +125,8 @@ export function selectContactsByName(
     const values = { workspaceId, sortName: after?.sortName, id: after?.id, limit };
     return contactsByName(db, after ? 'after' : 'first', values);
   }
+  const q = searchOnly(filter);
+  if (q) return searchByName(db, workspaceId, q, after, limit);
   // A row comparison is one range on contacts_name_idx; the same test spelled with OR
   // reads every row before the position.
   const position = after
@@ -138,6 +140,37 @@ export function selectContactsByName(
     )
     .orderBy(asc(lowerName), asc(contacts.id))
     .limit(limit);
+}
+
+/**
+ * The keyset walk of a search (`contacts(q:)`): as a search's page, the matches after the
+ * position sorted in contact_search, and only the page's contacts read.
+ */
+function searchByName(
+  db: Db,
+  workspaceId: string,
+  q: string,
+  after: { sortName: string; id: string } | null,
+  limit: number,
+): Promise<SortedContact[]> {
+  const position = after
+    ? sql`(${contactSearch.sortName}, ${contactSearch.contactId}) > (${after.sortName}, ${after.id})`
+    : undefined;
+  const matched = db
+    .select({ contactId: contactSearch.contactId, sortName: contactSearch.sortName })
+    .from(contactSearch)
+    .where(and(searchWhere(workspaceId, q), position))
+    .orderBy(asc(contactSearch.sortName), asc(contactSearch.contactId))
+    .limit(limit)
+    .as('matched');
+  return db
+    .select({ ...contactColumns, sortName: matched.sortName })
+    .from(matched)
+    .innerJoin(
+      contacts,
+      and(eq(contacts.workspaceId, workspaceId), eq(contacts.id, matched.contactId)),
+    )
+    .orderBy(asc(matched.sortName), asc(matched.contactId));
 }
 
 /** The unfiltered walk by name, the common case, built once per shape. */

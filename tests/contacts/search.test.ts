@@ -186,6 +186,20 @@ describe('q finds what each write left, right after it', () => {
       'contacts',
     );
     expect(walked.edges.map((edge) => edge.node.name)).toEqual(['Vesna Kord', 'Wolfram Kord']);
+    // One at a time: the cursor of a search's walk resumes it.
+    const first = dataOf<Connection & { pageInfo: { endCursor: string } }>(
+      (await svc.graph(CONTACTS, { q: 'kord', first: 1 }, headers)).body,
+      'contacts',
+    );
+    const next = dataOf<Connection>(
+      (await svc.graph(CONTACTS, { q: 'kord', first: 1, after: first.pageInfo.endCursor }, headers))
+        .body,
+      'contacts',
+    );
+    expect([...first.edges, ...next.edges].map((edge) => edge.node.name)).toEqual([
+      'Vesna Kord',
+      'Wolfram Kord',
+    ]);
     const page = dataOf<Page>(
       (await svc.graph(CONTACT_PAGE, { q: 'kord', orderBy: 'CREATED_AT', order: 'DESC' }, headers))
         .body,
