@@ -56,12 +56,21 @@ BEGIN
   RETURN NULL;
 END $$;
 --> statement-breakpoint
+-- New identities only add to their contacts' lists: appended in one update, whose row lock
+-- (and re-read of the row a concurrent writer just committed) keeps two writers' additions.
 CREATE FUNCTION contact_search_identities_added() RETURNS trigger LANGUAGE plpgsql AS $$
-DECLARE workspace_ids uuid[]; contact_ids uuid[];
 BEGIN
-  SELECT array_agg(workspace_id), array_agg(contact_id) INTO workspace_ids, contact_ids
-  FROM added WHERE display_name IS NOT NULL OR identifier_digits <> '';
-  PERFORM contact_search_refresh(workspace_ids, contact_ids);
+  UPDATE contact_search s
+  SET names = concat_ws(E'\n', nullif(s.names, ''), a.names),
+    digits = concat_ws(E'\n', nullif(s.digits, ''), a.digits)
+  FROM (
+    SELECT workspace_id, contact_id, string_agg(lower(display_name), E'\n') AS names,
+      string_agg(nullif(identifier_digits, ''), E'\n') AS digits
+    FROM added
+    WHERE display_name IS NOT NULL OR identifier_digits <> ''
+    GROUP BY workspace_id, contact_id
+  ) a
+  WHERE s.workspace_id = a.workspace_id AND s.contact_id = a.contact_id;
   RETURN NULL;
 END $$;
 --> statement-breakpoint
