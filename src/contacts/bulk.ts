@@ -13,7 +13,7 @@ import {
   type NormalisedIdentity,
 } from './channels.js';
 import { bumpContactCount } from './queries.js';
-import { contactIdentities, contacts } from './tables.js';
+import { contactIdentities, contactSearch, contacts } from './tables.js';
 
 /** A contact ready to be written: its name and identities, checked. */
 export interface NewContact {
@@ -280,7 +280,7 @@ export async function identityCounts(
 export const ANALYZE_AFTER_CONTACTS = 1_000;
 
 /**
- * Brings the planner's statistics of contacts and identities up to date after a bulk write
+ * Brings the planner's statistics of contacts, identities and their search rows up to date after a bulk write
  * of `created` contacts committed. Autovacuum analyzes a table only once a tenth of it
  * changed (and may be off): until then the planner believes a workspace holds the
  * identities it held before, and `identityHolders` on the next import compared every
@@ -291,7 +291,7 @@ export const ANALYZE_AFTER_CONTACTS = 1_000;
  */
 export async function analyzeContacts(db: Db, created: number): Promise<void> {
   if (created < ANALYZE_AFTER_CONTACTS) return;
-  await db.execute(sql`analyze ${contacts}, ${contactIdentities}`);
+  await db.execute(sql`analyze ${contacts}, ${contactIdentities}, ${contactSearch}`);
 }
 
 /**

@@ -1,11 +1,12 @@
 import { and, asc, desc, eq, getTableColumns, inArray, or, sql, type SQL } from 'drizzle-orm';
-import { alias } from 'drizzle-orm/pg-core';
+import { alias, type AnyPgColumn } from 'drizzle-orm/pg-core';
 import type { Db } from '../db/client.js';
 import { jsonRows } from '../db/json-rows.js';
 import { anyUuid, prepared, preparedFamily } from '../db/prepared.js';
 import type { NormalisedIdentity } from './channels.js';
 import {
   contactIdentities,
+  contactSearch,
   contacts,
   identityMatchKey,
   workspaceCounts,
@@ -34,22 +35,44 @@ function containing(fragment: string): string {
 }
 
 /**
- * The ids `q` matches, as a union so each branch uses its own trigram index
- * (`lower(name)`, `lower(display_name)`, `identifier_digits`); an OR across the two
- * tables would read every contact.
+ * What `q` matches in contact_search: the name, a display name, or (3+ digits) the digits
+ * of an identifier. A fragment of three characters or more is a LIKE the trigram index
+ * answers; a shorter one has no trigram to look up, so it is spelled as `strpos`, which no
+ * plan (a generic one included) tries the index for. A fragment holding a line break would
+ * cross from one display name into the next in `names`: it reads the identities instead.
+ */
+function searchMatch(workspaceId: string, q: string): SQL {
+  const lowered = q.toLowerCase();
+  const digits = q.replace(/\D/g, '');
+  const holds = (column: SQL | AnyPgColumn, fragment: string) =>
+    fragment.length >= 3
+      ? sql`${column} like ${containing(fragment)}`
+      : sql`strpos(${column}, ${fragment}) > 0`;
+  const tests = [
+    holds(contactSearch.sortName, lowered),
+    lowered.includes('\n')
+      ? sql`exists (select from ${contactIdentities}
+          where ${contactIdentities.workspaceId} = ${workspaceId}
+            and ${contactIdentities.contactId} = ${contactSearch.contactId}
+            and ${holds(sql`lower(${contactIdentities.displayName})`, lowered)})`
+      : holds(contactSearch.names, lowered),
+  ];
+  if (digits.length >= 3) tests.push(holds(contactSearch.digits, digits));
+  return sql`(${or(...tests)})`;
+}
+
+/** The workspace's contact_search rows `q` matches. */
+function searchWhere(workspaceId: string, q: string): SQL | undefined {
+  return and(eq(contactSearch.workspaceId, workspaceId), searchMatch(workspaceId, q));
+}
+
+/**
+ * The ids `q` matches, read from contact_search alone (its trigram index, then its narrow
+ * rows), for filters that combine `q` with others or order by creation.
  */
 function matchingIds(workspaceId: string, q: string): SQL {
-  const pattern = containing(q.toLowerCase());
-  const digits = q.replace(/\D/g, '');
-  const identityMatch = [sql`lower(${contactIdentities.displayName}) like ${pattern}`];
-  if (digits.length >= 3) {
-    identityMatch.push(sql`${contactIdentities.identifierDigits} like ${containing(digits)}`);
-  }
-  return sql`select ${contacts.id} from ${contacts}
-    where ${contacts.workspaceId} = ${workspaceId} and ${lowerName} like ${pattern}
-    union
-    select ${contactIdentities.contactId} from ${contactIdentities}
-    where ${contactIdentities.workspaceId} = ${workspaceId} and (${or(...identityMatch)})`;
+  return sql`select ${contactSearch.contactId} from ${contactSearch}
+    where ${searchWhere(workspaceId, q)}`;
 }
 
 /** The filter as one condition on `contacts`. */
@@ -102,6 +125,8 @@ export function selectContactsByName(
     const values = { workspaceId, sortName: after?.sortName, id: after?.id, limit };
     return contactsByName(db, after ? 'after' : 'first', values);
   }
+  const q = searchOnly(filter);
+  if (q) return searchByName(db, workspaceId, q, after, limit);
   // A row comparison is one range on contacts_name_idx; the same test spelled with OR
   // reads every row before the position.
   const position = after
@@ -115,6 +140,37 @@ export function selectContactsByName(
     )
     .orderBy(asc(lowerName), asc(contacts.id))
     .limit(limit);
+}
+
+/**
+ * The keyset walk of a search (`contacts(q:)`): as a search's page, the matches after the
+ * position sorted in contact_search, and only the page's contacts read.
+ */
+function searchByName(
+  db: Db,
+  workspaceId: string,
+  q: string,
+  after: { sortName: string; id: string } | null,
+  limit: number,
+): Promise<SortedContact[]> {
+  const position = after
+    ? sql`(${contactSearch.sortName}, ${contactSearch.contactId}) > (${after.sortName}, ${after.id})`
+    : undefined;
+  const matched = db
+    .select({ contactId: contactSearch.contactId, sortName: contactSearch.sortName })
+    .from(contactSearch)
+    .where(and(searchWhere(workspaceId, q), position))
+    .orderBy(asc(contactSearch.sortName), asc(contactSearch.contactId))
+    .limit(limit)
+    .as('matched');
+  return db
+    .select({ ...contactColumns, sortName: matched.sortName })
+    .from(matched)
+    .innerJoin(
+      contacts,
+      and(eq(contacts.workspaceId, workspaceId), eq(contacts.id, matched.contactId)),
+    )
+    .orderBy(asc(matched.sortName), asc(matched.contactId));
 }
 
 /** The unfiltered walk by name, the common case, built once per shape. */
@@ -317,13 +373,60 @@ function readsEveryMatch(filter: ContactFilter): boolean {
  */
 const matchesColumn = sql<number>`(count(*) over ())::int`;
 
+/** `q` alone, the search box: a page of it by name reads contact_search until its rows. */
+function searchOnly(filter: ContactFilter): string | null {
+  const q = filter.q?.trim();
+  if (!q || (filter.channels && filter.channels.length > 0) || filter.conditions?.length) {
+    return null;
+  }
+  return q;
+}
+
+type PageReadOf = { identities: IdentityFields | null; timestamps: boolean; counted: boolean };
+
+/**
+ * A search's page by name: the matches' narrow rows sorted (`sort_name` is `lower(name)`,
+ * so the order is the unfiltered page's) and counted in one pass over contact_search, and
+ * only the page's contacts read from contacts. Reading every match's contact row to sort
+ * it was most of a broad search's time (docs/performance.md, "Instant search").
+ */
+function searchPage(db: Db, workspaceId: string, q: string, page: PageRequest, read: PageReadOf) {
+  const direction = page.order === 'DESC' ? desc : asc;
+  const matched = db
+    .select({
+      contactId: contactSearch.contactId,
+      sortName: contactSearch.sortName,
+      ...(read.counted ? { total: sql<number>`(count(*) over ())::int`.as('total') } : {}),
+    })
+    .from(contactSearch)
+    .where(searchWhere(workspaceId, q))
+    .orderBy(direction(contactSearch.sortName), direction(contactSearch.contactId))
+    .limit(page.limit)
+    .offset(page.offset)
+    .as('matched');
+  return db
+    .select({
+      ...pageColumns(read.timestamps),
+      ...(read.identities ? { identities: identitiesColumn(read.identities) } : {}),
+      ...(read.counted ? { total: sql<number>`${sql.identifier('matched')}.total` } : {}),
+    })
+    .from(matched)
+    .innerJoin(
+      contacts,
+      and(eq(contacts.workspaceId, workspaceId), eq(contacts.id, matched.contactId)),
+    )
+    .orderBy(direction(matched.sortName), direction(matched.contactId));
+}
+
 function filteredPage(
   db: Db,
   workspaceId: string,
   filter: ContactFilter,
   page: PageRequest,
-  read: { identities: IdentityFields | null; timestamps: boolean; counted: boolean },
+  read: PageReadOf,
 ) {
+  const q = searchOnly(filter);
+  if (q && page.orderBy === 'NAME') return searchPage(db, workspaceId, q, page, read);
   const direction = page.order === 'DESC' ? desc : asc;
   const key = page.orderBy === 'CREATED_AT' ? contacts.createdAt : lowerName;
   return db
@@ -376,10 +479,16 @@ export async function countMatchingContacts(
   workspaceId: string,
   filter: ContactFilter,
 ): Promise<number> {
-  const [row] = await db
-    .select({ total: sql<number>`count(*)::int` })
-    .from(contacts)
-    .where(and(eq(contacts.workspaceId, workspaceId), filterCondition(workspaceId, filter)));
+  const q = searchOnly(filter);
+  const [row] = q
+    ? await db
+        .select({ total: sql<number>`count(*)::int` })
+        .from(contactSearch)
+        .where(searchWhere(workspaceId, q))
+    : await db
+        .select({ total: sql<number>`count(*)::int` })
+        .from(contacts)
+        .where(and(eq(contacts.workspaceId, workspaceId), filterCondition(workspaceId, filter)));
   return row?.total ?? 0;
 }
 

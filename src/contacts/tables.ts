@@ -3,6 +3,7 @@ import {
   bigint,
   index,
   pgTable,
+  primaryKey,
   text,
   timestamp,
   uniqueIndex,
@@ -26,7 +27,7 @@ export const contacts = pgTable(
     // Pages ordered by name (the default) and by creation walk these.
     index('contacts_name_idx').on(t.workspaceId, sql`lower(${t.name})`, t.id),
     index('contacts_created_idx').on(t.workspaceId, t.createdAt, t.id),
-    // `q` by name fragment.
+    // contactDuplicates's name similarity (`q` reads contact_search).
     index('contacts_name_trgm_idx').using('gin', sql`lower(${t.name}) gin_trgm_ops`),
   ],
 );
@@ -77,18 +78,42 @@ export const contactIdentities = pgTable(
     uniqueIndex('contact_identities_key').on(t.workspaceId, t.channel, t.identifierKey),
     index('contact_identities_contact_idx').on(t.workspaceId, t.contactId),
     index('contact_identities_channel_idx').on(t.workspaceId, t.channel, t.contactId),
-    index('contact_identities_display_trgm_idx').using(
-      'gin',
-      sql`lower(${t.displayName}) gin_trgm_ops`,
-    ),
-    index('contact_identities_digits_trgm_idx').using(
-      'gin',
-      sql`${t.identifierDigits} gin_trgm_ops`,
-    ),
     // contactDuplicates: the other holders of each of a contact's match keys.
     index('contact_identities_match_idx')
       .on(t.workspaceId, identityMatchKey(t))
       .where(sql`${identityMatchKey(t)} is not null`),
+  ],
+);
+
+/**
+ * What `q` searches, one narrow row per contact (docs/performance.md, "Instant search"):
+ * `sortName` is `lower(name)`, the order of a page by name; `names` the identities'
+ * display names lower-cased, `digits` the identifiers' digits, each list joined by a line
+ * break, so a fragment without one matches within a single value. Triggers on contacts
+ * and contact_identities (drizzle/0010_contact_search_sync.sql) rewrite a contact's row in
+ * the statement that changes what it holds and delete it with its contact, whichever path
+ * writes; a search reads this table alone (about 100 bytes a contact) until its page of 50.
+ */
+export const contactSearch = pgTable(
+  'contact_search',
+  {
+    workspaceId: uuid().notNull(),
+    contactId: uuid().notNull(),
+    sortName: text().notNull(),
+    names: text().notNull(),
+    digits: text().notNull(),
+  },
+  (t) => [
+    // No foreign key: the triggers write and delete a row with its contact, and a key
+    // would check each inserted row again (a bulk insert pays per row).
+    primaryKey({ columns: [t.workspaceId, t.contactId] }),
+    // Every `q`: the three lists' trigrams, each a column of one index.
+    index('contact_search_trgm_idx').using(
+      'gin',
+      sql`${t.sortName} gin_trgm_ops`,
+      sql`${t.names} gin_trgm_ops`,
+      sql`${t.digits} gin_trgm_ops`,
+    ),
   ],
 );
 
