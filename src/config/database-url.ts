@@ -114,6 +114,27 @@ function decodes(text: string): boolean {
 }
 
 /**
+ * SVC_DATABASE_REPLICA_URLS: connection strings of read replicas, comma-separated (a comma
+ * followed by `postgres://` starts the next one, so a URL's own host list stays whole).
+ * Each is checked as SVC_DATABASE_URL is, without `target_session_attrs`: a replica is a
+ * standby, which the service reads from as it is.
+ */
+export function parseReplicaUrls(text: string): Parsed<string[]> {
+  const urls = text.split(/,(?=\s*postgres(?:ql)?:\/\/)/i).map((url) => url.trim());
+  if (text.trim() === '') return accept([]);
+  for (const [index, url] of urls.entries()) {
+    const parsed = parseDatabaseUrl(url);
+    if (!parsed.ok) return refuse(`URL ${index + 1} ${parsed.refusals[0]?.message ?? ''}`);
+    if (/[?&]target_session_attrs=/.test(url)) {
+      return refuse(
+        `URL ${index + 1} must not carry target_session_attrs (replicas are read as they are)`,
+      );
+    }
+  }
+  return accept(urls);
+}
+
+/**
  * The database URL, for `serve`, which stops here when it is unset: it never falls back to
  * the embedded database `svc dev` makes (other commands use src/cli/database.ts).
  */
