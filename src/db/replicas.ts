@@ -19,9 +19,11 @@ import type { QueryGate } from './gate.js';
 /** Root fields whose answer may be up to SVC_DATABASE_REPLICA_MAX_LAG old. */
 export const STALE_TOLERANT: ReadonlySet<string> = new Set([
   'contacts',
-  'contact',
+  'contactPage',
+  'contactDuplicates',
   'tasks',
   'users',
+  'contact',
   '__typename',
 ]);
 
