@@ -2,6 +2,8 @@
 // clusters), through a real `svc serve`. Replay on the replica is paused to make what it
 // serves visible: a read that misses a committed contact came from the replica.
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import postgres from 'postgres';
 import { createDatabase } from '../../src/db/client.js';
 import { lsnValue, routeOf } from '../../src/db/replicas.js';
@@ -104,6 +106,23 @@ async function names(headers: Record<string, string>, query = LIST): Promise<str
   return data.contacts.edges.map((edge) => edge.node.name);
 }
 
+/** The names the MCP tool find_contacts answers `headers`'s caller for `query`. */
+async function found(headers: Record<string, string>, query: string): Promise<string[]> {
+  const client = new Client({ name: 'replica-test', version: '1.0.0' });
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(`${served.url}/api/mcp`), {
+      requestInit: { headers: { authorization: headers.authorization! } },
+    }),
+  );
+  try {
+    const result = await client.callTool({ name: 'find_contacts', arguments: { query } });
+    const { contacts } = result.structuredContent as { contacts: { name: string }[] };
+    return contacts.map((contact) => contact.name);
+  } finally {
+    await client.close();
+  }
+}
+
 async function create(headers: Record<string, string>, name: string): Promise<void> {
   const { status, body } = await graph(
     headers,
@@ -130,6 +149,9 @@ describe('svc serve with a streaming replica', () => {
       });
       // Read-your-writes: the writer's own list comes from the primary.
       expect(await names(writer)).toContain('while paused');
+      // The MCP tools read the replica too; the writer's, the primary.
+      expect(await found(reader, 'paus')).toEqual(['before the pause']);
+      expect(await found(writer, 'paus')).toEqual(['before the pause', 'while paused']);
       // An operation that is not only lists reads the primary, whoever asks.
       expect(await names(reader, `{ me { id } ${LIST.slice(1)}`)).toContain('while paused');
     } finally {
