@@ -115,13 +115,15 @@ function createLagMonitor(options: ReadRoutingOptions) {
     const caught = position === null ? undefined : samples.findLast((s) => s.lsn <= position);
     caughtAt[index] =
       caught?.at ?? (position === null ? Number.NEGATIVE_INFINITY : caughtAt[index]!);
-    const now = performance.now() - (caughtAt[index] as number) <= options.maxLagMs;
-    if (now !== healthy[index]) {
-      healthy[index] = now;
-      options.log.warn(
-        { replica: index + 1 },
-        now ? 'replica serving reads' : 'replica left: reads go to the primary',
-      );
+    const within = performance.now() - (caughtAt[index] as number) <= options.maxLagMs;
+    if (within !== healthy[index]) {
+      healthy[index] = within;
+      if (within) options.log.info({ replica: index + 1 }, 'replica serving reads');
+      else
+        options.log.warn(
+          { replica: index + 1 },
+          'replica behind or away: its reads go to the primary',
+        );
     }
   }
 
@@ -171,7 +173,10 @@ export async function startReadRouting(options: ReadRoutingOptions): Promise<Rea
   let turn = 0;
   const listener = await primary.sql.listen(WRITES_CHANNEL, (caller) => writers.mark(caller));
   await monitor.check();
-  const timer = setInterval(() => void monitor.check(), Math.min(CHECK_MS, options.maxLagMs / 4));
+  // A check still waiting on a hung server is not stacked upon.
+  let checking: Promise<void> | null = null;
+  const tick = () => void (checking ??= monitor.check().finally(() => (checking = null)));
+  const timer = setInterval(tick, Math.min(CHECK_MS, options.maxLagMs / 4));
   timer.unref();
 
   function routeFor(operation: () => RequestedOperation | null): Route {
