@@ -390,12 +390,20 @@ try {
   const scenarios = every.filter((s) => !only || only.some((word) => s.name.includes(word)));
 
   // BENCH_SVC_ROOT: another checkout's service (an earlier commit), against the same floor.
-  // BENCH_REPLICA_URLS: the service reads from these replicas (SVC_DATABASE_REPLICA_URLS).
+  // BENCH_REPLICA_URLS: the service reads from these replicas (SVC_DATABASE_REPLICA_URLS),
+  // once its first read-your-writes window has passed (operation timeout + 5 s + 2 s lag
+  // bound, docs/scaling.md), shortened here with the operation timeout.
   const replicas = process.env.BENCH_REPLICA_URLS;
   const service = await startServe(
-    { SVC_DATABASE_URL: db.url, ...(replicas ? { SVC_DATABASE_REPLICA_URLS: replicas } : {}) },
+    {
+      SVC_DATABASE_URL: db.url,
+      ...(replicas
+        ? { SVC_DATABASE_REPLICA_URLS: replicas, SVC_GRAPH_OPERATION_TIMEOUT: '3s' }
+        : {}),
+    },
     process.env.BENCH_SVC_ROOT,
   );
+  if (replicas) await new Promise((resolve) => setTimeout(resolve, 10_500));
   const baseline = await spawnBaseline(db.url);
   const peer = peerQueries
     ? await spawnBaseline(db.url, 'scripts/bench/postgraphile-peer.mjs')

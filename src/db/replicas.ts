@@ -11,7 +11,8 @@ import type { QueryGate } from './gate.js';
 //  - it is a query whose every root field is a list, a search or the MCP tools' record
 //    read (STALE_TOLERANT): what a caller may see a moment old;
 //  - its caller ran no mutation in the last `writeWindowMs` (read-your-writes), in this
-//    process or, told by NOTIFY, in another;
+//    process or, told by NOTIFY, in another; for a window after this process (re)starts
+//    listening, every caller counts as one;
 //  - the replica has replayed the primary's WAL up to a point at most `maxLagMs` ago,
 //    checked here every CHECK_MS.
 // Everything else, and everything when no replica qualifies, runs on the primary.
@@ -149,10 +150,18 @@ function createLagMonitor(options: ReadRoutingOptions) {
   };
 }
 
-/** Callers that ran a mutation lately, in this process or (by NOTIFY) another. */
+/**
+ * Callers that ran a mutation lately, in this process or (by NOTIFY) another. Notices sent
+ * while this process was not listening (before it started, while its LISTEN connection
+ * reconnected) are lost, so after each LISTEN every caller counts as a writer for a window.
+ */
 function createWriters(windowMs: number) {
   const until = new Map<string, number>();
+  let everyoneUntil = Number.POSITIVE_INFINITY;
   return {
+    listening(): void {
+      everyoneUntil = performance.now() + windowMs;
+    },
     mark(caller: string): void {
       if (until.size >= WRITERS_SWEEP_AT) {
         const now = performance.now();
@@ -160,7 +169,10 @@ function createWriters(windowMs: number) {
       }
       until.set(caller, performance.now() + windowMs);
     },
-    recent: (caller: string): boolean => (until.get(caller) ?? 0) > performance.now(),
+    recent(caller: string): boolean {
+      const now = performance.now();
+      return everyoneUntil > now || (until.get(caller) ?? 0) > now;
+    },
   };
 }
 
@@ -171,7 +183,11 @@ export async function startReadRouting(options: ReadRoutingOptions): Promise<Rea
   const writers = createWriters(options.writeWindowMs);
   const routes = new LRUCache<string, Route>({ max: 1024 });
   let turn = 0;
-  const listener = await primary.sql.listen(WRITES_CHANNEL, (caller) => writers.mark(caller));
+  const listener = await primary.sql.listen(
+    WRITES_CHANNEL,
+    (caller) => writers.mark(caller),
+    () => writers.listening(),
+  );
   await monitor.check();
   // A check still waiting on a hung server is not stacked upon.
   let checking: Promise<void> | null = null;
