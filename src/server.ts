@@ -184,6 +184,7 @@ async function listen(deps: {
   } catch (error) {
     server.close();
     await stopPlugins(plugins, config.http.shutdownStopGraceMs, log);
+    await routing?.close();
     throw error;
   }
   const removeSources = addSources({
