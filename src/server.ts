@@ -269,14 +269,19 @@ async function startReplicas(
       gate: createQueryGate(database, { share: Math.floor(SERVE_POOL_SIZE / 2) }),
     };
   });
-  return startReadRouting({
-    primary,
-    primaryGate,
-    replicas,
-    maxLagMs: replicaMaxLagMs,
-    writeWindowMs: statementTimeoutMs + replicaMaxLagMs,
-    log,
-  });
+  try {
+    return await startReadRouting({
+      primary,
+      primaryGate,
+      replicas,
+      maxLagMs: replicaMaxLagMs,
+      writeWindowMs: statementTimeoutMs + replicaMaxLagMs,
+      log,
+    });
+  } catch (error) {
+    await Promise.all(replicas.map((replica) => replica.database.close()));
+    throw error;
+  }
 }
 
 /**
