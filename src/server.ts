@@ -4,7 +4,8 @@ import { buildCatalogue, type AccessCatalogue } from './auth/access.js';
 import { startHousekeeping } from './auth/housekeeping.js';
 import type { Config } from './config.js';
 import { createDatabase, SERVE_POOL_SIZE, type Database } from './db/client.js';
-import { createQueryGate } from './db/gate.js';
+import { createQueryGate, type QueryGate } from './db/gate.js';
+import { startReadRouting, type ReadRouting } from './db/replicas.js';
 import { startEventBus, type EventBus } from './events/bus.js';
 import { holdCredentials, type HeldCredentials } from './auth/credential-cache.js';
 import { listenForCacheChanges } from './workspaces/cache.js';
@@ -152,7 +153,9 @@ async function listen(deps: {
   const cancel = new AbortController();
   let shuttingDown = false;
   // One caller's statements hold at most half the pool (docs/scaling.md).
-  const gate = createQueryGate(database, { share: Math.floor(SERVE_POOL_SIZE / 2) });
+  const primaryGate = createQueryGate(database, { share: Math.floor(SERVE_POOL_SIZE / 2) });
+  const routing = await startReplicas(config, database, primaryGate, log);
+  const gate: QueryGate = routing ?? primaryGate;
   const app = createApp({
     ...deps,
     credentials: deps.credentials.cache,
@@ -181,6 +184,7 @@ async function listen(deps: {
   } catch (error) {
     server.close();
     await stopPlugins(plugins, config.http.shutdownStopGraceMs, log);
+    await routing?.close();
     throw error;
   }
   const removeSources = addSources({
@@ -222,6 +226,7 @@ async function listen(deps: {
     await deps.cacheChanges.unlisten();
     await events.close();
     await deps.tracing?.shutdown();
+    await routing?.close();
     await database.close();
     log.info('stopped');
   }
@@ -235,6 +240,48 @@ async function listen(deps: {
     metricsUrl: metrics?.url ?? null,
     shutdown: () => (stopped ??= shutdown()),
   };
+}
+
+/**
+ * SVC_DATABASE_REPLICA_URLS: a pool and a query gate per replica, and the routing that
+ * sends qualifying reads there (src/db/replicas.ts); null when none is configured. A
+ * caller that ran a mutation reads from the primary until that mutation has surely
+ * committed (its deadline, plus the statement backstop) and a replica within the lag
+ * bound has it.
+ */
+async function startReplicas(
+  config: Config,
+  primary: Database,
+  primaryGate: QueryGate,
+  log: Logger,
+): Promise<ReadRouting | null> {
+  const { replicaUrls, replicaMaxLagMs } = config.server;
+  if (replicaUrls.length === 0) return null;
+  const statementTimeoutMs = config.graph.operationTimeoutMs + STATEMENT_TIMEOUT_MARGIN_MS;
+  const replicas = replicaUrls.map((url) => {
+    const database = createDatabase(url, {
+      statementTimeoutMs,
+      applicationName: 'svc replica',
+      targetSessionAttrs: null,
+    });
+    return {
+      database,
+      gate: createQueryGate(database, { share: Math.floor(SERVE_POOL_SIZE / 2) }),
+    };
+  });
+  try {
+    return await startReadRouting({
+      primary,
+      primaryGate,
+      replicas,
+      maxLagMs: replicaMaxLagMs,
+      writeWindowMs: statementTimeoutMs + replicaMaxLagMs,
+      log,
+    });
+  } catch (error) {
+    await Promise.all(replicas.map((replica) => replica.database.close()));
+    throw error;
+  }
 }
 
 /**

@@ -17,7 +17,8 @@
 // generator do, and the two alternate over BENCH_ROUNDS rounds (2).
 // BENCH_CONTACTS, BENCH_SECONDS (10), BENCH_CONNECTIONS (16, below
 // SVC_GRAPH_OPERATIONS_PER_USER), BENCH_KEEP=1 keeps the database, BENCH_DATABASE names a
-// database kept earlier (no seeding), BENCH_ONLY picks scenarios, BENCH_SVC_ROOT serves
+// database kept earlier (no seeding), BENCH_ONLY picks scenarios, BENCH_REPLICA_URLS gives
+// the service read replicas (docs/scaling.md), BENCH_SVC_ROOT serves
 // another checkout (`git archive <commit> | tar -x -C dir`, node_modules linked). BENCH_POSTGRAPHILE_ROOT
 // (a directory where postgraphile@5 is installed) adds PostGraphile as a third column
 // (postgraphile-peer.mjs, its own process) for the scenarios it has a document for.
@@ -395,7 +396,20 @@ try {
   const scenarios = every.filter((s) => !only || only.some((word) => s.name.includes(word)));
 
   // BENCH_SVC_ROOT: another checkout's service (an earlier commit), against the same floor.
-  const service = await startServe({ SVC_DATABASE_URL: db.url }, process.env.BENCH_SVC_ROOT);
+  // BENCH_REPLICA_URLS: the service reads from these replicas (SVC_DATABASE_REPLICA_URLS),
+  // once its first read-your-writes window has passed (operation timeout + 5 s + 2 s lag
+  // bound, docs/scaling.md), shortened here with the operation timeout.
+  const replicas = process.env.BENCH_REPLICA_URLS;
+  const service = await startServe(
+    {
+      SVC_DATABASE_URL: db.url,
+      ...(replicas
+        ? { SVC_DATABASE_REPLICA_URLS: replicas, SVC_GRAPH_OPERATION_TIMEOUT: '3s' }
+        : {}),
+    },
+    process.env.BENCH_SVC_ROOT,
+  );
+  if (replicas) await new Promise((resolve) => setTimeout(resolve, 10_500));
   const baseline = await spawnBaseline(db.url);
   const peer = peerQueries
     ? await spawnBaseline(db.url, 'scripts/bench/postgraphile-peer.mjs')

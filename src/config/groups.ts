@@ -7,6 +7,8 @@ import {
   count,
   databaseUrl,
   duration,
+  replicaLag,
+  replicaUrls,
   graceDuration,
   hexKey,
   listenAddress,
@@ -27,6 +29,8 @@ export function readServer(env: EnvReader): Config['server'] {
   return {
     // Optional here: `serve` refuses to start without it, `dev` embeds a database.
     databaseUrl: r.optional('SVC_DATABASE_URL', databaseUrl),
+    replicaUrls: r.read('SVC_DATABASE_REPLICA_URLS', replicaUrls, ''),
+    replicaMaxLagMs: r.read('SVC_DATABASE_REPLICA_MAX_LAG', replicaLag, '2s'),
     addr: r.read('SVC_ADDR', listenAddress, 'localhost:8080'),
     webDir: r.optional('SVC_WEB_DIR', text),
     trustedProxies: r.read('SVC_TRUSTED_PROXIES', cidrList, ''),

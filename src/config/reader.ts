@@ -5,6 +5,7 @@ import type { ConfigGroup, ConfigProblem, Env } from './types.js';
 /** Variables whose values never appear in a problem message. */
 export const SECRET_VARIABLES: ReadonlySet<string> = new Set([
   'SVC_DATABASE_URL',
+  'SVC_DATABASE_REPLICA_URLS',
   'SVC_SMTP_PASSWORD',
   'SVC_CHAT_VERIFY_TOKEN',
   'SVC_CHAT_APP_SECRET',

@@ -1,7 +1,7 @@
 import * as v from 'valibot';
 import { parseCidrList } from './cidr.js';
 import { parseCorsOrigins } from './cors.js';
-import { parseDatabaseUrl } from './database-url.js';
+import { parseDatabaseUrl, parseReplicaUrls } from './database-url.js';
 import { parseDirectory } from './directory.js';
 import { MAX_TIMER_MS, parseDuration } from './duration.js';
 import { parseHexKey } from './hex-key.js';
@@ -51,6 +51,8 @@ export const duration = fromParser((t) => parseDuration(t));
  * setTimeout after 1 ms, so such values stop at about 24.8 days.
  */
 export const timerDuration = fromParser((t) => parseDuration(t, { maxMs: MAX_TIMER_MS }));
+/** SVC_DATABASE_REPLICA_MAX_LAG: from 100 ms (a replica is checked twice a second) to an hour. */
+export const replicaLag = fromParser((t) => parseDuration(t, { minMs: 100, maxMs: 3_600_000 }));
 /** SVC_TENANT_MACHINE_GRACE: `0s` stops recording at once (SPEC 8.2). */
 /**
  * How long housekeeping keeps rows (SVC_EVENTS_RETENTION): at least an hour, so a row is
@@ -65,6 +67,7 @@ export const cidrList = fromParser(parseCidrList);
 export const corsOrigins = fromParser(parseCorsOrigins);
 export const webhookAllowList = fromParser(parseWebhookAllowList);
 export const databaseUrl = fromParser(parseDatabaseUrl);
+export const replicaUrls = fromParser(parseReplicaUrls);
 export const locale = fromParser(parseLocale);
 export const pageSizes = fromParser(parsePageSizes);
 export const publicUrl = fromParser(parsePublicUrl);

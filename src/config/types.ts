@@ -49,6 +49,13 @@ export interface Config {
   server: {
     /** Null when unset: `serve` refuses to start, `dev` starts an embedded database. */
     databaseUrl: string | null;
+    /**
+     * SVC_DATABASE_REPLICA_URLS: read replicas for reads that tolerate staleness
+     * (docs/scaling.md); empty: every statement goes to `databaseUrl`.
+     */
+    replicaUrls: string[];
+    /** SVC_DATABASE_REPLICA_MAX_LAG: a replica further behind than this serves nothing. */
+    replicaMaxLagMs: number;
     addr: HostPort;
     webDir: string | null;
     trustedProxies: CidrRange[];

@@ -33,6 +33,18 @@ export interface DatabaseOptions {
    * @default none
    */
   statementTimeoutMs?: number;
+  /**
+   * Which of the URL's hosts a connection may use (libpq's `target_session_attrs`). The
+   * URL's own `target_session_attrs` wins; `null` leaves it to the URL (a replica's pool).
+   * @default 'read-write': the server that takes writes, however many hosts the URL lists
+   */
+  targetSessionAttrs?: 'read-write' | null;
+}
+
+/** The `target_session_attrs` a connection string names, if any. */
+export function sessionAttrsOf(url: string): string | null {
+  const value = /[?&]target_session_attrs=([^&#]*)/.exec(url)?.[1];
+  return value === undefined ? null : decodeURIComponent(value);
 }
 
 /** `url` naming the database `name` on the same server, with the same credentials. */
@@ -76,6 +88,10 @@ const UNAVAILABLE_CODES: ReadonlySet<string> = new Set([
   '08001', // sqlclient_unable_to_establish_sqlconnection
   '08003', // connection_does_not_exist
   '08006', // connection_failure
+  // A standby, or a primary since made read-only: the server that takes writes is moving
+  // (a failover under way). postgres.js leaves such a connection (patches/README.md).
+  '25006', // read_only_sql_transaction
+  'TARGET_SESSION_ATTRS_UNMET', // no host of the URL takes writes (patches/README.md)
 ]);
 
 /**
@@ -104,13 +120,26 @@ export function isDatabaseUnavailable(error: unknown): boolean {
 /** Connections `svc serve` keeps open to PostgreSQL per process. */
 export const SERVE_POOL_SIZE = 10;
 
-/** One pool per process; every server, command and test goes through here. */
+function targetSessionAttrs(
+  url: string,
+  options: DatabaseOptions,
+): { target_session_attrs?: 'read-write' } {
+  if (sessionAttrsOf(url) !== null || options.targetSessionAttrs === null) return {};
+  return { target_session_attrs: 'read-write' };
+}
+
+/**
+ * One pool per process; every server, command and test goes through here. The URL may
+ * list several hosts (`postgres://u@h1:5432,h2:5432/db`): each connection takes the first
+ * that accepts writes (docs/operations.md, "Failover"), the LISTEN connection included.
+ */
 export function createDatabase(url: string, options: DatabaseOptions = {}): Database {
   const sql = postgres(url, {
     max: options.max ?? SERVE_POOL_SIZE,
     // Notices (e.g. "schema already exists") are noise in structured logs.
     onnotice: () => {},
     backoff: reconnectDelaySeconds,
+    ...targetSessionAttrs(url, options),
     connection: {
       application_name: options.applicationName ?? 'svc',
       ...(options.statementTimeoutMs ? { statement_timeout: options.statementTimeoutMs } : {}),

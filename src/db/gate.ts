@@ -1,5 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { PendingQuery, Row, Sql, TransactionSql } from 'postgres';
+import type { RequestedOperation } from '../http/guards/graph-request.js';
 import { traceStatement } from '../tracing/statements.js';
 import { drizzleOver, type Database } from './client.js';
 
@@ -49,7 +50,12 @@ export interface QueryGate {
    * the pool and are cancelled, running or queued, when `signal` aborts. Raw `sql` is the
    * shared pool, ungated: request code writes through `db`.
    */
-  forRequest(caller: string, signal: AbortSignal): Database;
+  forRequest(
+    caller: string,
+    signal: AbortSignal,
+    /** The request's operation, for read routing (src/db/replicas.ts); ignored here. */
+    operation?: () => RequestedOperation | null,
+  ): Database;
   /** Statements `caller` has running or waiting (for tests and diagnostics). */
   load(caller: string): { running: number; waiting: number };
   /** The same over every caller, and the callers waiting (the metrics' gauges). */

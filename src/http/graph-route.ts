@@ -320,7 +320,9 @@ export function createGraphRoute(deps: GraphRouteDeps) {
       const responseCookies: string[] = [];
       const context = createContext({
         config,
-        database: deps.gate.forRequest(callerKey(actor, clientAddress), controller.signal),
+        database: deps.gate.forRequest(callerKey(actor, clientAddress), controller.signal, () =>
+          requestedOperation(url, read),
+        ),
         log: () => log.child({ requestId }),
         requestId,
         actor,

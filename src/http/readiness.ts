@@ -12,7 +12,23 @@ import { sendJson } from './node-fetch-bridge.js';
  */
 export const READY_TIMEOUT_MS = 500;
 
-type Outcome = { pending: string[] } | { unreachable: unknown };
+type Outcome = { pending: string[] } | { readOnly: true } | { unreachable: unknown };
+
+/**
+ * Whether the server the pool reached takes writes: not a standby in recovery (one not
+ * yet promoted, during a failover) and not read-only by default.
+ */
+async function writable(sql: Sql): Promise<boolean> {
+  const [row] = await sql<{ writable: boolean }[]>`
+    select not pg_is_in_recovery()
+      and current_setting('default_transaction_read_only') = 'off' as writable`;
+  return row?.writable === true;
+}
+
+async function probe(sql: Sql, sets: readonly MigrationSet[]): Promise<Outcome> {
+  if (!(await writable(sql))) return { readOnly: true };
+  return { pending: await pendingMigrationSets(sql, [...sets]) };
+}
 
 export interface ReadinessOptions {
   sql: Sql;
@@ -23,9 +39,9 @@ export interface ReadinessOptions {
 }
 
 /**
- * `/api/readyz`: 200 when the database answers and every migration set is applied; 503
- * while shutting down, with migrations pending, or when the database does not answer
- * within `timeoutMs` (with Retry-After). Polls that arrive while a check is under way share
+ * `/api/readyz`: 200 when the database answers, takes writes and every migration set is
+ * applied; 503 while shutting down, with migrations pending, or when the database does not
+ * answer within `timeoutMs` or answers read-only (both with Retry-After). Polls that arrive while a check is under way share
  * it, so a load balancer polling a dead database does not pile up connection attempts.
  */
 export function createReadiness(options: ReadinessOptions) {
@@ -33,11 +49,8 @@ export function createReadiness(options: ReadinessOptions) {
   let inFlight: Promise<Outcome> | null = null;
 
   function check(): Promise<Outcome> {
-    inFlight ??= pendingMigrationSets(options.sql, [...options.migrationSets])
-      .then(
-        (pending): Outcome => ({ pending }),
-        (error: unknown): Outcome => ({ unreachable: error }),
-      )
+    inFlight ??= probe(options.sql, options.migrationSets)
+      .catch((error: unknown): Outcome => ({ unreachable: error }))
       .finally(() => (inFlight = null));
     return inFlight;
   }
@@ -53,6 +66,11 @@ export function createReadiness(options: ReadinessOptions) {
       }
       return sendJson(res, 200, { status: 'ready' });
     }
+    const retryAfter = { 'retry-after': String(UNAVAILABLE_RETRY_AFTER_SECONDS) };
+    if (outcome && 'readOnly' in outcome) {
+      options.log.warn('readiness check: the database does not take writes');
+      return sendJson(res, 503, { status: 'database read-only' }, retryAfter);
+    }
     if (outcome) {
       options.log.warn(
         { err: outcome.unreachable },
@@ -61,11 +79,6 @@ export function createReadiness(options: ReadinessOptions) {
     } else {
       options.log.warn({ timeoutMs }, 'readiness check: the database did not answer in time');
     }
-    sendJson(
-      res,
-      503,
-      { status: 'database unreachable' },
-      { 'retry-after': String(UNAVAILABLE_RETRY_AFTER_SECONDS) },
-    );
+    sendJson(res, 503, { status: 'database unreachable' }, retryAfter);
   };
 }

@@ -22,7 +22,7 @@ import { sql, type SQL } from 'drizzle-orm';
 import { toSnakeCase } from 'drizzle-orm/casing';
 import type { PgColumn, PgTable } from 'drizzle-orm/pg-core';
 import type { Config } from '../config.js';
-import type { Database, Db } from '../db/client.js';
+import { isDatabaseUnavailable, type Database, type Db } from '../db/client.js';
 import type { Logger } from '../log.js';
 import { jobs as jobMetrics } from '../metrics/registry.js';
 import { SpanKind, withSpan } from '../tracing/tracing.js';
@@ -413,7 +413,11 @@ export function startJobRunner<Fields extends Record<string, unknown>>(
         if (jobs.length === room) again = true;
       } while (again);
     } catch (error) {
-      if (!stopped) log.error({ err: error, job: kind.name }, 'job runner could not claim');
+      // A failover or restart of PostgreSQL: the next poll claims once it is back.
+      if (stopped) return;
+      if (isDatabaseUnavailable(error))
+        log.warn({ job: kind.name }, 'job runner could not claim: database unavailable');
+      else log.error({ err: error, job: kind.name }, 'job runner could not claim');
     }
   }
 

@@ -51,7 +51,10 @@ export function createMcpRoute(deps: McpRouteDeps) {
         request,
         createContext({
           config,
-          database: deps.gate.forRequest(actor.userId, operationSignal),
+          database: deps.gate.forRequest(actor.userId, operationSignal, () => ({
+            query,
+            operationName: null,
+          })),
           log: () => log.child({ requestId, mcp: true }),
           requestId,
           actor,

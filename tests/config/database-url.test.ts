@@ -23,6 +23,11 @@ describe('parseDatabaseUrl', () => {
     'postgres://crm:secret@[::1]/crm',
     'postgres://crm:secret@crm_db:5432/crm',
     'postgres://crm:secret@localhost:5432/crm%2Ddev',
+    'postgres://crm:secret@db1:5432,db2:5432/crm',
+    'postgres://crm:secret@db1,10.0.0.6:5433,[::1]:5432/crm?target_session_attrs=read-write',
+    'postgres://crm:secret@db1,db2/crm?target_session_attrs=primary',
+    'postgres://crm:secret@db1,db2/crm?sslmode=require&target_session_attrs=read-write',
+    'postgres://crm:secret@db1,db2/crm?target_session_attrs=read-write&sslmode=verify-full',
   ])('accepts %j unchanged', (text) => {
     expect(parseDatabaseUrl(text)).toEqual({ ok: true, value: text });
   });
@@ -51,7 +56,14 @@ describe('parseDatabaseUrl', () => {
     ['postgres://crm:secret@localhost/crm?sslmode=on', 'must use an sslmode of'],
     ['postgres://crm:secret@localhost/crm?sslmode=', 'must use an sslmode of'],
     ['postgres://crm:secret@localhost/crm?application_name=crm', 'only carry ?sslmode'],
-    ['postgres://crm:secret@localhost/crm?sslmode=require&x=1', 'must use an sslmode of'],
+    ['postgres://crm:secret@localhost/crm?sslmode=require&x=1', 'only carry ?sslmode'],
+    ['postgres://crm:secret@localhost/crm?sslmode=require&sslmode=disable', 'once each'],
+    ['postgres://crm:secret@localhost/crm?sslmode', 'only carry ?sslmode'],
+    ['postgres://crm:secret@db1,db2/crm?target_session_attrs=any', 'a target_session_attrs of'],
+    ['postgres://crm:secret@db1,db2/crm?target_session_attrs=standby', 'read-write, primary'],
+    ['postgres://crm:secret@db1,,db2/crm', 'several hosts separated by commas'],
+    ['postgres://crm:secret@db1:5432,/crm', 'must name a host'],
+    ['postgres://crm:secret@db1,db2:0/crm', 'must name a host'],
     ['postgres://crm:secret@localhost/crm#frag', 'fragment'],
   ])('refuses %j (%s)', (text, reason) => {
     const result = parseDatabaseUrl(text);

@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import postgres from 'postgres';
+import { createTestDatabase } from '../support/database.js';
 import { adminDatabaseUrl, fixturePluginsDir } from '../support/env.js';
+import { waitFor } from '../support/pg-cluster.js';
 import { startTestService, type TestService } from '../support/service.js';
 
 let svc: TestService;
@@ -61,5 +63,47 @@ describe('readiness', () => {
       await admin.end();
     }
     expect(await readiness()).toEqual({ status: 200, body: { status: 'ready' } });
+  });
+
+  test('answers 503 while the server it reaches does not take writes, and a write answers UNAVAILABLE', async () => {
+    // target_session_attrs=primary accepts a primary that is read-only by default, which
+    // the default read-write refuses outright (tests/db/failover-driver.test.ts).
+    const db = await createTestDatabase();
+    const primaryOnly = await startTestService({
+      db: { ...db, url: `${db.url}?target_session_attrs=primary` },
+    });
+    const admin = postgres(adminDatabaseUrl, { max: 1, onnotice: () => {} });
+    try {
+      await admin.unsafe(`alter database "${db.name}" set default_transaction_read_only = on`);
+      await admin`select pg_terminate_backend(pid) from pg_stat_activity
+        where datname = ${db.name} and pid <> pg_backend_pid()`;
+      // The pool's connections were ended: until it has reconnected, readyz says unreachable.
+      let answer: { status: number; retryAfter: string | null; body: unknown } | undefined;
+      await waitFor('readyz to find the server read-only', async () => {
+        const response = await fetch(`${primaryOnly.url}/api/readyz`);
+        const body = await response.json();
+        answer = { status: response.status, retryAfter: response.headers.get('retry-after'), body };
+        return (body as { status: string }).status !== 'database unreachable';
+      });
+      expect(answer).toEqual({
+        status: 503,
+        retryAfter: '1',
+        body: { status: 'database read-only' },
+      });
+      const write = await primaryOnly.graph(
+        'mutation { createContact(input: { name: "Ro" }) { id } }',
+      );
+      expect(write.status).toBe(503);
+      expect(write.body.errors?.[0]?.extensions).toEqual({
+        code: 'UNAVAILABLE',
+        reason: 'database_unavailable',
+        meta: { retryAfter: 1 },
+      });
+    } finally {
+      await admin.unsafe(`alter database "${db.name}" reset default_transaction_read_only`);
+      await admin.end();
+      await primaryOnly.stop();
+      await db.drop();
+    }
   });
 });

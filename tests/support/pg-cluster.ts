@@ -3,7 +3,7 @@ import { chown, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import type postgres from 'postgres';
+import postgres from 'postgres';
 import { freePort } from '../../src/dev/free-port.js';
 
 const run = promisify(execFile);
@@ -31,6 +31,19 @@ export interface PrivateCluster {
   postmasterPid(): Promise<number | null>;
   /** Stops the server (if running) and deletes its files. */
   destroy(): Promise<void>;
+  /** `pg_ctl promote`: a standby ends recovery and accepts writes; waits until it does. */
+  promote(): Promise<void>;
+}
+
+export interface StandbyOptions {
+  /** Its `application_name` towards the primary, as `synchronous_standby_names` names it. */
+  name?: string;
+  /**
+   * Makes the primary wait for this standby's flush before a commit returns
+   * (`synchronous_standby_names` = name, `synchronous_commit = on`), and waits until the
+   * primary reports it `sync`. @default false
+   */
+  synchronous?: boolean;
 }
 
 // PostgreSQL refuses to run as root; as root (CI) its programs run as the `postgres` user.
@@ -84,16 +97,24 @@ async function childrenOf(parent: number): Promise<number[]> {
   }
 }
 
-/**
- * Initialises a private cluster in a new temporary directory (trust authentication,
- * loopback only, no fsync: it holds nothing worth keeping) and starts it.
- */
-export async function startPrivateCluster(): Promise<PrivateCluster> {
+/** A new temporary directory the postgres user owns. */
+async function dataDirectory(): Promise<string> {
   const dataDir = await mkdtemp(join(tmpdir(), 'svc-pg-'));
   if (asRoot) {
     const { uid, gid } = await postgresIds();
     await chown(dataDir, uid, gid);
   }
+  return dataDir;
+}
+
+/**
+ * Initialises a private cluster in a new temporary directory (trust authentication,
+ * loopback only, no fsync: it holds nothing worth keeping) and starts it. initdb's
+ * defaults (wal_level replica, max_wal_senders 10, trusted replication connections from
+ * 127.0.0.1) let `startStandby` copy it.
+ */
+export async function startPrivateCluster(): Promise<PrivateCluster> {
+  const dataDir = await dataDirectory();
   await pgRun('initdb', [
     '-D',
     dataDir,
@@ -106,6 +127,55 @@ export async function startPrivateCluster(): Promise<PrivateCluster> {
     '--no-sync',
     '--no-instructions',
   ]);
+  return runCluster(dataDir);
+}
+
+/**
+ * A hot standby of `primary`: `pg_basebackup -R` (streaming the WAL it needs, then
+ * following the primary through `primary_conninfo`) into a new directory, started on a
+ * port of its own. With `synchronous`, the primary then waits for it on every commit.
+ */
+export async function startStandby(
+  primary: PrivateCluster,
+  options: StandbyOptions = {},
+): Promise<PrivateCluster> {
+  const name = options.name ?? 'standby';
+  const dataDir = await dataDirectory();
+  await pgRun('pg_basebackup', [
+    '-d',
+    `host=127.0.0.1 port=${primary.port} user=postgres application_name=${name}`,
+    '-D',
+    dataDir,
+    '-R',
+    '-X',
+    'stream',
+    '-c',
+    'fast',
+    '--no-sync',
+  ]);
+  const standby = await runCluster(dataDir);
+  const admin = postgres(primary.url, { max: 1, onnotice: () => {} });
+  try {
+    if (options.synchronous) {
+      await admin.unsafe(`alter system set synchronous_standby_names = '${name}'`);
+      await admin`alter system set synchronous_commit = 'on'`;
+      await admin`select pg_reload_conf()`;
+    }
+    const state = options.synchronous ? 'sync' : 'async';
+    await waitFor(`the standby ${name} to stream (${state})`, async () => {
+      const rows = await admin`
+        select 1 from pg_stat_replication
+        where application_name = ${name} and state = 'streaming' and sync_state = ${state}`;
+      return rows.length > 0;
+    });
+  } finally {
+    await admin.end({ timeout: 1 });
+  }
+  return standby;
+}
+
+/** Runs the cluster in `dataDir` on a free port. */
+async function runCluster(dataDir: string): Promise<PrivateCluster> {
   const port = await freePort();
   const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
 
@@ -160,6 +230,7 @@ export async function startPrivateCluster(): Promise<PrivateCluster> {
     stop,
     killPostmaster,
     postmasterPid,
+    promote: () => pgRun('pg_ctl', ['-D', dataDir, '-w', '-t', '30', 'promote']).then(() => {}),
     async destroy() {
       try {
         await stop('immediate');
