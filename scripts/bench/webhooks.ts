@@ -1,44 +1,65 @@
-// npm run bench:webhooks: deliveries per second to a local receiver for 10,000 events
-// (BENCH_EVENTS) written by four writers at once, then event-to-delivery latency (receiver
-// arrival minus the event's `at`) for 200 events (BENCH_PACED) written one every 20 ms, as
-// an app's ordinary traffic would. The events are recorded the way writes record them
-// (recordEvent in a transaction), so each one enqueues its delivery in that transaction.
+// npm run bench:webhooks: webhook deliveries to a local receiver by BENCH_PROCESSES (2)
+// `svc serve` processes sharing one database, in three phases:
+//  1. a burst: BENCH_EVENTS (10,000) events written by four writers at once, each in its
+//     own transaction as writes record them (so each enqueues its delivery there); the
+//     record rate, the delivery rate (events over the time from the first write to the
+//     last delivery), how long the last delivery trails the last write, and event-to-
+//     delivery latency (receiver arrival minus the event's `at`) during the burst;
+//  2. after the burst: BENCH_PACED (200) events written one every 20 ms, as an app's
+//     ordinary traffic would, and their latency;
+//  3. a backlog: BENCH_EVENTS events recorded while no process runs, then the processes
+//     start: deliveries per second from the first arrival to the last (the sender's own
+//     pace, with no writer competing for the two cores).
+// Every arrival is counted by the envelope's id: `duplicates` is arrivals beyond one per
+// event, across every process, and must be 0 (webhook_deliveries rows all `delivered`).
+// BENCH_SVC_ROOT=<another checkout> runs the same phases against that checkout's `svc
+// serve` first (a fresh database each), and prints the two side by side.
 import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createDatabase } from '../../src/db/client.js';
+import { createDatabase, type Database } from '../../src/db/client.js';
 import { recordEvent } from '../../src/events/service.js';
 import { createAccount } from '../../src/users/service.js';
 import { createWorkspace } from '../../src/workspaces/service.js';
 import { webhooks } from '../../src/webhooks/tables.js';
-import { scratchDatabase, startServe } from './support.js';
+import { cpuMicros, root, scratchDatabase, startServe, type RunningService } from './support.js';
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 10_000);
 const PACED = Number(process.env.BENCH_PACED ?? 200);
+const PROCESSES = Number(process.env.BENCH_PROCESSES ?? 2);
+const WRITERS = 4;
 
 let latencies: number[] = [];
 let expected = 0;
 let resolveAll: () => void = () => {};
+let lastArrival = 0;
+let firstArrival = 0;
+let arrivals = 0;
 const seen = new Set<string>();
 /** Resolves once `count` more distinct events have arrived. */
 function deliveriesOf(count: number): Promise<void> {
   latencies = [];
+  firstArrival = 0;
   expected = seen.size + count;
   return new Promise<void>((resolve) => (resolveAll = resolve));
 }
-function percentiles(): string {
+function percentile(q: number): number {
   const sorted = [...latencies].sort((a, b) => a - b);
-  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * q))];
-  return `p50 ${at(0.5)} ms, p99 ${at(0.99)} ms, max ${sorted.at(-1)} ms`;
+  return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * q))] ?? NaN;
 }
 const receiver = createServer((req, res) => {
   const chunks: Buffer[] = [];
   req.on('data', (c: Buffer) => chunks.push(c));
   req.on('end', () => {
     const envelope = JSON.parse(Buffer.concat(chunks).toString()) as { id: string; at: string };
+    arrivals += 1;
     if (!seen.has(envelope.id)) {
       seen.add(envelope.id);
-      latencies.push(Date.now() - Date.parse(envelope.at));
+      const now = Date.now();
+      if (firstArrival === 0) firstArrival = now;
+      lastArrival = now;
+      latencies.push(now - Date.parse(envelope.at));
       if (seen.size === expected) resolveAll();
     }
     res.writeHead(200).end();
@@ -47,68 +68,188 @@ const receiver = createServer((req, res) => {
 await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
 const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
 
-const db = await scratchDatabase();
-try {
-  const service = await startServe({
-    SVC_DATABASE_URL: db.url,
-    SVC_WEBHOOK_ALLOWED_HOSTS: '127.0.0.1/32',
-  });
-  const database = createDatabase(db.url, { max: 4 });
-  const workspace = await createWorkspace(database.db, { name: 'Bench' });
-  const user = await createAccount(database.db, workspace.id, {
-    email: 'b@example.com',
-    name: 'B',
-    password: null,
-    role: 'admin',
-  });
-  await database.db.insert(webhooks).values({
-    workspaceId: workspace.id,
-    url,
-    events: ['task.created'],
-    secret: 'bench-secret',
-    createdBy: user.id,
-  });
-  const record = (i: number) =>
-    database.db.transaction((tx) =>
-      recordEvent(tx as never, {
-        workspaceId: workspace.id,
-        name: 'task.created',
-        subjectId: randomUUID(),
-        audienceUserId: user.id,
-        data: { i },
-      }),
-    );
-  const allDelivered = deliveriesOf(EVENTS);
-  const started = Date.now();
-  // Writers in parallel, each event in its own transaction, as mutations record them.
-  await Promise.all(
-    Array.from({ length: 4 }, async (_, writer) => {
-      for (let i = writer; i < EVENTS; i += 4) {
-        await record(i);
-      }
-    }),
-  );
-  const recorded = Date.now();
-  await allDelivered;
-  const done = Date.now();
-  console.log(
-    `${EVENTS} events recorded in ${((recorded - started) / 1000).toFixed(1)} s (${Math.round(EVENTS / ((recorded - started) / 1000))}/s, 4 writers)`,
-  );
-  console.log(
-    `all delivered ${((done - started) / 1000).toFixed(1)} s after the first: ${Math.round(EVENTS / ((done - started) / 1000))} deliveries/s`,
-  );
-  console.log(`event-to-delivery latency under that load: ${percentiles()}`);
-
-  const pacedDelivered = deliveriesOf(PACED);
-  for (let i = 0; i < PACED; i += 1) {
-    await record(EVENTS + i);
-    await new Promise((resolve) => setTimeout(resolve, 20));
+/** CPU time of a process and its descendants (`svc` re-runs itself under its own Node.js). */
+function treeCpuMicros(pid: number): number {
+  let total = 0;
+  try {
+    total += cpuMicros(pid);
+    for (const task of readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').split(' ')) {
+      if (task.trim()) total += treeCpuMicros(Number(task));
+    }
+  } catch {
+    // gone
   }
-  await pacedDelivered;
-  console.log(`event-to-delivery latency, ${PACED} events one every 20 ms: ${percentiles()}`);
-  await database.close();
-  await service.stop();
+  return total;
+}
+
+interface Figures {
+  recordedPerSecond: number;
+  burstDeliveredPerSecond: number;
+  trailMs: number;
+  burstP50: number;
+  burstP99: number;
+  burstMax: number;
+  cpuMicrosPerDelivery: number;
+  pacedP50: number;
+  pacedP99: number;
+  pacedMax: number;
+  backlogPerSecond: number;
+  backlogCpuMicrosPerDelivery: number;
+  duplicates: number;
+  undelivered: number;
+}
+
+async function measure(svcRoot: string): Promise<Figures> {
+  const db = await scratchDatabase();
+  let services: RunningService[] = [];
+  let database: Database | null = null;
+  const env = { SVC_DATABASE_URL: db.url, SVC_WEBHOOK_ALLOWED_HOSTS: '127.0.0.1/32' };
+  let migrated = false;
+  const start = async () => {
+    // The first start migrates the fresh database alone; later ones start together.
+    const first = migrated ? [] : [await startServe(env, svcRoot)];
+    migrated = true;
+    const rest = Array.from({ length: PROCESSES - first.length }, () => startServe(env, svcRoot));
+    services = [...first, ...(await Promise.all(rest))];
+  };
+  const stop = async () => {
+    await Promise.all(services.map((service) => service.stop()));
+    services = [];
+  };
+  const cpu = () => services.reduce((sum, s) => sum + treeCpuMicros(s.child.pid as number), 0);
+  try {
+    await start();
+    database = createDatabase(db.url, { max: WRITERS });
+    const workspace = await createWorkspace(database.db, { name: 'Bench' });
+    const user = await createAccount(database.db, workspace.id, {
+      email: 'b@example.com',
+      name: 'B',
+      password: null,
+      role: 'admin',
+    });
+    await database.db.insert(webhooks).values({
+      workspaceId: workspace.id,
+      url,
+      events: ['task.created'],
+      secret: 'bench-secret',
+      createdBy: user.id,
+    });
+    const live = database;
+    const record = (i: number) =>
+      live.db.transaction((tx) =>
+        recordEvent(tx as never, {
+          workspaceId: workspace.id,
+          name: 'task.created',
+          subjectId: randomUUID(),
+          audienceUserId: user.id,
+          data: { i },
+        }),
+      );
+    const burst = async (from: number) => {
+      // Writers in parallel, each event in its own transaction, as mutations record them.
+      await Promise.all(
+        Array.from({ length: WRITERS }, async (_, writer) => {
+          for (let i = writer; i < EVENTS; i += WRITERS) await record(from + i);
+        }),
+      );
+    };
+    arrivals = 0;
+    seen.clear();
+
+    // 1. The burst, delivered while it is written.
+    const burstDelivered = deliveriesOf(EVENTS);
+    const cpuBefore = cpu();
+    const started = Date.now();
+    await burst(0);
+    const recorded = Date.now();
+    await burstDelivered;
+    const cpuBurst = cpu() - cpuBefore;
+    const figures = {
+      recordedPerSecond: EVENTS / ((recorded - started) / 1000),
+      burstDeliveredPerSecond: EVENTS / ((lastArrival - started) / 1000),
+      trailMs: lastArrival - recorded,
+      burstP50: percentile(0.5),
+      burstP99: percentile(0.99),
+      burstMax: percentile(1),
+      cpuMicrosPerDelivery: cpuBurst / EVENTS,
+    };
+
+    // 2. Ordinary traffic after it.
+    const pacedDelivered = deliveriesOf(PACED);
+    for (let i = 0; i < PACED; i += 1) {
+      await record(EVENTS + i);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    await pacedDelivered;
+    const paced = {
+      pacedP50: percentile(0.5),
+      pacedP99: percentile(0.99),
+      pacedMax: percentile(1),
+    };
+
+    // 3. A backlog waiting for the processes to start.
+    await stop();
+    await burst(EVENTS + PACED);
+    const backlogDelivered = deliveriesOf(EVENTS);
+    await start();
+    const backlogCpuBefore = cpu();
+    await backlogDelivered;
+    const backlogCpu = cpu() - backlogCpuBefore;
+    const backlogPerSecond = (EVENTS - 1) / ((lastArrival - firstArrival) / 1000);
+    await stop();
+    const [left] = await live.sql<{ n: number }[]>`
+      select count(*)::int as n from webhook_deliveries where status <> 'delivered'`;
+    return {
+      ...figures,
+      ...paced,
+      backlogPerSecond,
+      backlogCpuMicrosPerDelivery: backlogCpu / EVENTS,
+      duplicates: arrivals - seen.size,
+      undelivered: left?.n ?? -1,
+    };
+  } finally {
+    await stop();
+    await database?.close();
+    await db.drop();
+  }
+}
+
+const columns: [string, string][] = [];
+const baseRoot = process.env.BENCH_SVC_ROOT;
+if (baseRoot) columns.push([`before (${baseRoot})`, baseRoot]);
+columns.push([baseRoot ? 'after (this checkout)' : 'this checkout', root]);
+const results: Figures[] = [];
+try {
+  for (const [, svcRoot] of columns) results.push(await measure(svcRoot));
 } finally {
   receiver.close();
-  await db.drop();
+}
+
+const rows: [string, (f: Figures) => string][] = [
+  ['burst recorded', (f) => `${Math.round(f.recordedPerSecond)}/s`],
+  [
+    'burst delivered (first write → last delivery)',
+    (f) => `${Math.round(f.burstDeliveredPerSecond)}/s`,
+  ],
+  ['last delivery after the last write', (f) => `${f.trailMs} ms`],
+  [
+    'latency during the burst, p50 / p99 / max',
+    (f) => `${f.burstP50} / ${f.burstP99} / ${f.burstMax} ms`,
+  ],
+  ['svc CPU per delivery, burst', (f) => `${Math.round(f.cpuMicrosPerDelivery)} µs`],
+  [
+    `latency after it (${PACED} at 50/s), p50 / p99 / max`,
+    (f) => `${f.pacedP50} / ${f.pacedP99} / ${f.pacedMax} ms`,
+  ],
+  ['backlog delivered (first → last arrival)', (f) => `${Math.round(f.backlogPerSecond)}/s`],
+  ['svc CPU per delivery, backlog', (f) => `${Math.round(f.backlogCpuMicrosPerDelivery)} µs`],
+  ['duplicates / not delivered', (f) => `${f.duplicates} / ${f.undelivered}`],
+];
+console.log(
+  `${EVENTS} events, ${WRITERS} writers, ${PROCESSES} svc serve processes, one webhook, local receiver`,
+);
+const width = Math.max(...rows.map(([label]) => label.length));
+console.log([''.padEnd(width), ...columns.map(([name]) => name)].join(' | '));
+for (const [label, show] of rows) {
+  console.log([label.padEnd(width), ...results.map((f) => show(f))].join(' | '));
 }

@@ -1,31 +1,25 @@
-import { and, eq, or, sql, type SQL } from 'drizzle-orm';
+import { and, eq, sql, type SQL } from 'drizzle-orm';
+import type { PgColumn } from 'drizzle-orm/pg-core';
 import type { Db } from '../db/client.js';
-import { events, type Event } from './tables.js';
+import { events } from './tables.js';
 
-/** What an event's webhook envelope carries (docs/events.md). */
-export type EventEnvelope = Pick<Event, 'workspaceId' | 'id' | 'name' | 'at' | 'data'>;
+/** An event's envelope as `envelopeJson` reads it. */
+export interface EnvelopeParts {
+  name: string;
+  /** Epoch milliseconds of `at` (whole: the envelope shows milliseconds). */
+  atMs: number;
+  data: Record<string, unknown>;
+}
 
 /**
- * Events by (workspace, id) in one read, for the webhook worker's envelopes; absent ones
- * are left out.
+ * The event a row of another domain names by its columns (`workspaceId`, `eventId`), as
+ * one JSON value of `EnvelopeParts`, or null when the event is gone: a column for that
+ * domain's statement (the webhook claim reads each delivery's envelope with its claim).
  */
-export async function selectEnvelopes(
-  db: Db,
-  keys: readonly { workspaceId: string; id: string }[],
-): Promise<EventEnvelope[]> {
-  if (keys.length === 0) return [];
-  return db
-    .select({
-      workspaceId: events.workspaceId,
-      id: events.id,
-      name: events.name,
-      at: events.at,
-      data: events.data,
-    })
-    .from(events)
-    .where(
-      or(...keys.map((key) => and(eq(events.workspaceId, key.workspaceId), eq(events.id, key.id)))),
-    );
+export function envelopeJson(workspaceId: PgColumn, eventId: PgColumn): SQL {
+  return sql`(select json_build_object('name', ${events.name},
+      'atMs', floor(extract(epoch from ${events.at}) * 1000), 'data', ${events.data})
+    from ${events} where ${events.workspaceId} = ${workspaceId} and ${events.id} = ${eventId})`;
 }
 
 /**

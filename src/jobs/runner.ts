@@ -169,6 +169,35 @@ function unnest(map: ReadonlyMap<string, number> | undefined, type: 'uuid' | 'te
 }
 
 /**
+ * The due rows a grouped claim ranks: each group's first `groupCap` due rows less what
+ * the group already runs here, the groups found by skipping from one (workspace, group)
+ * of the pending rows to the next. A claim so reads a few index entries per group, never
+ * every pending row: the storage needs an index on (workspace, group, due, id) of its
+ * pending rows (webhook_deliveries_pending_claim_idx), which the skips' order (due last)
+ * picks over any other index leading with (workspace, group) that holds settled rows too.
+ */
+function groupedDueRows(s: JobStorage<Record<string, unknown>>, options: ClaimOptions): SQL {
+  const group = s.group!;
+  return sql`pairs as (
+      (select ${s.workspaceId} as w, ${group} as g from ${s.table}
+        where ${s.pending} order by ${s.workspaceId}, ${group}, ${s.dueAt} limit 1)
+      union all
+      (select n.w, n.g from pairs p cross join lateral (
+        select ${s.workspaceId} as w, ${group} as g from ${s.table}
+        where ${s.pending} and (${s.workspaceId}, ${group}) > (p.w, p.g)
+        order by ${s.workspaceId}, ${group}, ${s.dueAt} limit 1) n)
+    ), due_rows as (
+      select c.w, c.i, c.due from pairs p
+      left join ${unnest(options.runningGroups, 'text')} as gu(g, used) on gu.g = p.g::text
+      cross join lateral (
+        select ${s.workspaceId} as w, ${s.id} as i, ${s.dueAt} as due from ${s.table}
+        where ${s.workspaceId} = p.w and ${group} = p.g and ${s.pending} and ${s.dueAt} <= now()
+        order by ${s.dueAt}, ${s.id}
+        limit greatest(0, ${options.groupCap} - coalesce(gu.used, 0))) c
+    )`;
+}
+
+/**
  * Claims due rows of `storage` in one statement: round-robin across workspaces (each
  * workspace's n-th due row, counting what it already runs here, before anyone's n+1-th),
  * within each workspace's and each group's room, locked FOR UPDATE SKIP LOCKED, counted
@@ -182,18 +211,8 @@ export async function claimJobs<Fields extends Record<string, unknown>>(
   if (options.limit <= 0) return [];
   const s = storage;
   const name = columnName;
-  const order = sql`${s.dueAt}, ${s.id}`;
   const grouped = s.group !== undefined && options.groupCap !== undefined;
   const byClaim = s.countAt !== 'outcome';
-  // A group's rows beyond its room are left out before the workspaces are ranked, so
-  // they never take a workspace's turn.
-  const groupRank = grouped
-    ? sql`, ${s.group}::text as g,
-        row_number() over (partition by ${s.workspaceId}, ${s.group} order by ${order}) as gnth`
-    : sql`, null::text as g, 1 as gnth`;
-  const groupUsed = grouped
-    ? unnest(options.runningGroups, 'text')
-    : sql`(select null::text, 0 where false)`;
   const sets = [
     sql`${name(s.dueAt)} = now() + ${options.leaseMs} * interval '1 millisecond'`,
     ...(byClaim ? [sql`${name(s.attempts)} = ${s.attempts} + 1`] : []),
@@ -205,15 +224,17 @@ export async function claimJobs<Fields extends Record<string, unknown>>(
     ([key, value]) => sql`${value} as ${sql.identifier(key)}`,
   );
   const rows = (await db.execute(sql`
-    with due_rows as (
-      select ${s.workspaceId} as w, ${s.id} as i, ${s.dueAt} as due ${groupRank}
+    with recursive ${
+      grouped
+        ? groupedDueRows(s, options)
+        : sql`due_rows as (
+      select ${s.workspaceId} as w, ${s.id} as i, ${s.dueAt} as due
       from ${s.table}
       where ${s.pending} and ${s.dueAt} <= now()
-    ), ranked as (
+    )`
+    }, ranked as (
       select d.w, d.i, d.due, row_number() over (partition by d.w order by d.due, d.i) as nth
       from due_rows d
-      left join ${groupUsed} as gu(g, used) on gu.g = d.g
-      where d.gnth <= ${grouped ? options.groupCap : 1} - coalesce(gu.used, 0)
     ), picked as (
       select r.w, r.i from ranked r
       left join ${unnest(options.running, 'uuid')} as u(w, used) on u.w = r.w

@@ -5,8 +5,13 @@
 // asked, each hop judged again; credentials never leave the origin they were given for; time
 // and the answer's size are bounded. Outcomes name hosts and addresses, never the URL (its
 // path or query may carry a token) or a header's value.
-import { request as httpRequest, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
-import { request as httpsRequest } from 'node:https';
+import {
+  Agent as HttpAgent,
+  request as httpRequest,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+} from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { LookupFunction } from 'node:net';
 import { parseIp } from '../config/ip.js';
 import {
@@ -60,6 +65,12 @@ export interface OutboundCall extends OutboundRequest {
   allowSetting: string;
   /** Resolves a name to its addresses (tests substitute it). */
   resolve?: Resolve;
+  /**
+   * Reuse connections: each (origin, checked address) keeps its idle connections for a
+   * few seconds (`keptAgent`), so a burst to one receiver connects once per slot rather
+   * than once per request. Still judged and pinned per request as without it. @default false
+   */
+  keepAlive?: boolean;
 }
 
 /** A complete answer of any status, its body read (within `maxBytes`) as it arrived. */
@@ -293,7 +304,10 @@ async function oneHop(
   clock.nextStep();
   const target = await checkedTarget(call, hop.url, clock, redirects);
   if ('kind' in target) return target;
-  return send(hop, target, clock, limits);
+  const outcome = await send(hop, target, clock, limits, call.keepAlive === true);
+  if (outcome.kind !== 'stale') return outcome;
+  const again = await send(hop, target, clock, limits, false);
+  return again.kind === 'stale' ? failed('connect', 'the connection was reset') : again;
 }
 
 type Target = { address: string; family: number };
@@ -340,17 +354,63 @@ function pinnedLookup(target: Target): LookupFunction {
   };
 }
 
-/** One request on its own connection (no agent, so no proxy and no pooled socket). */
-function send(hop: Hop, target: Target, clock: Clock, limits: Limits): Promise<HopOutcome> {
+/** An idle kept connection lives at most this long: under the 5 s Node's servers keep one. */
+const KEEP_IDLE_MS = 4000;
+/** Kept agents at most; the least recently used one is let go (its idle connections time out). */
+const KEPT_AGENTS_MAX = 64;
+const keptAgents = new Map<string, HttpAgent>();
+
+/**
+ * The keep-alive agent of an origin and the address it was judged to reach: its pooled
+ * connections all go to that address (its lookup is pinned to it), so a later answer of
+ * the resolver that changes the address gets another agent and new, checked connections.
+ * Agents never read proxy settings.
+ */
+function keptAgent(url: URL, target: Target): HttpAgent {
+  const key = `${originOf(url)} ${target.address}`;
+  const kept = keptAgents.get(key);
+  if (kept) {
+    keptAgents.delete(key);
+    keptAgents.set(key, kept);
+    return kept;
+  }
+  const options = {
+    keepAlive: true,
+    timeout: KEEP_IDLE_MS,
+    scheduling: 'lifo' as const,
+    lookup: pinnedLookup(target),
+  };
+  const agent = url.protocol === 'https:' ? new HttpsAgent(options) : new HttpAgent(options);
+  keptAgents.set(key, agent);
+  if (keptAgents.size > KEPT_AGENTS_MAX) {
+    const oldest = keptAgents.keys().next().value;
+    if (oldest !== undefined) keptAgents.delete(oldest);
+  }
+  return agent;
+}
+
+/**
+ * One request: on a kept connection when asked (`keepAlive`), else on its own (no agent).
+ * No agent reads proxy settings. A kept connection the server closed while idle fails
+ * before any answer (`stale`); the hop is sent again once on a new connection.
+ */
+function send(
+  hop: Hop,
+  target: Target,
+  clock: Clock,
+  limits: Limits,
+  keepAlive: boolean,
+): Promise<HopOutcome | { kind: 'stale' }> {
   const { url } = hop;
   const host = hostOf(url);
   const headers = { ...hop.headers };
   if (hop.body) headers['content-length'] = String(hop.body.length);
   const request = url.protocol === 'https:' ? httpsRequest : httpRequest;
-  return new Promise<HopOutcome>((resolve) => {
+  return new Promise<HopOutcome | { kind: 'stale' }>((resolve) => {
     if (clock.signal.aborted) return resolve(clock.why ?? failed('aborted', 'cancelled'));
     let settled = false;
-    const finish = (outcome: HopOutcome) => {
+    let answered = false;
+    const finish = (outcome: HopOutcome | { kind: 'stale' }) => {
       if (settled) return;
       settled = true;
       clock.signal.removeEventListener('abort', onAbort);
@@ -363,12 +423,13 @@ function send(hop: Hop, target: Target, clock: Clock, limits: Limits): Promise<H
         port: portOf(url),
         path: `${url.pathname}${url.search}`,
         method: hop.method,
-        agent: false,
+        agent: keepAlive ? keptAgent(url, target) : false,
         lookup: pinnedLookup(target),
         ...(url.protocol === 'https:' && !parseIp(host) ? { servername: host } : {}),
         headers,
       },
       (res) => {
+        answered = true;
         const status = res.statusCode ?? 0;
         const location = res.headers.location;
         if (REDIRECTS.has(status) && location && limits.maxRedirects > 0) {
@@ -387,7 +448,14 @@ function send(hop: Hop, target: Target, clock: Clock, limits: Limits): Promise<H
       req.destroy();
     };
     clock.signal.addEventListener('abort', onAbort, { once: true });
-    req.on('error', (error) => finish(clock.why ?? failed('connect', error.message)));
+    req.on('error', (error: NodeJS.ErrnoException) => {
+      const stale =
+        req.reusedSocket &&
+        !answered &&
+        !clock.why &&
+        (error.code === 'ECONNRESET' || error.code === 'EPIPE');
+      finish(stale ? { kind: 'stale' } : (clock.why ?? failed('connect', error.message)));
+    });
     req.end(hop.body);
   });
 }

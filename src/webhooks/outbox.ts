@@ -1,5 +1,6 @@
 import { and, eq, isNull, sql } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
+import { envelopeJson, type EnvelopeParts } from '../events/queries.js';
 import {
   claimJobs,
   stillHeld,
@@ -57,6 +58,8 @@ export interface DeliveryFields extends Record<string, unknown> {
   secret: string;
   /** Epoch milliseconds the webhook was deleted, or null. */
   deletedMs: number | null;
+  /** The event, read with the claim (null: gone). */
+  event: EnvelopeParts | null;
 }
 
 /**
@@ -82,6 +85,8 @@ export const deliveryStorage: JobStorage<DeliveryFields> = {
     url: ofWebhook(w.url),
     secret: ofWebhook(w.secret),
     deletedMs: sql`(extract(epoch from ${ofWebhook(w.deletedAt)}) * 1000)::float8`,
+    // Through the events domain's own statement fragment: events never change once recorded.
+    event: envelopeJson(d.workspaceId, d.eventId),
   },
   async recordFailure(tx, job, failure: JobFailureRecord) {
     await tx
@@ -105,6 +110,8 @@ export type ClaimedDelivery = Pick<
   lease: string;
   /** Set by the claim when it is the first attempt. */
   firstAttemptAt: Date;
+  /** The event, read with the claim (null: gone). */
+  event: EnvelopeParts | null;
 } & Pick<Webhook, 'url' | 'secret' | 'deletedAt'>;
 
 /** The runner's claimed job as a delivery. */
@@ -120,6 +127,7 @@ export function asDelivery(job: ClaimedJob<DeliveryFields>): ClaimedDelivery {
     url: job.url,
     secret: job.secret,
     deletedAt: job.deletedMs === null ? null : new Date(job.deletedMs),
+    event: job.event,
   };
 }
 
@@ -172,18 +180,24 @@ export async function dropDelivery(db: Db, key: Held): Promise<void> {
   await db.update(d).set({ status: 'failed', lastError: 'webhook deleted' }).where(held(key));
 }
 
-/** A 2xx answer: delivered, with the attempt counted. */
-export async function recordDelivered(db: Db, key: Held, status: number): Promise<void> {
-  await db
-    .update(d)
-    .set({
-      status: 'delivered',
-      attempts: sql`${d.attempts} + 1`,
-      lastStatus: status,
-      lastError: null,
-      deliveredAt: sql`now()`,
-    })
-    .where(held(key));
+/** A delivery answered 2xx: its claim and the answer's status. */
+export type Delivered = Held & { status: number };
+
+/**
+ * 2xx answers: each delivered, with its attempt counted, in one statement for the lot,
+ * each only while its row still holds the attempt it was claimed with (`stillHeld`).
+ */
+export async function recordDelivered(db: Db, rows: readonly Delivered[]): Promise<void> {
+  if (rows.length === 0) return;
+  const column = <K extends keyof Delivered>(key: K) => sql.param(rows.map((row) => row[key]));
+  await db.execute(sql`
+    update ${d} set status = 'delivered', attempts = ${d.attempts} + 1,
+      last_status = k.status, last_error = null, delivered_at = now()
+    from unnest(${column('workspaceId')}::uuid[], ${column('id')}::uuid[],
+      ${column('attempt')}::int[], ${column('lease')}::text[], ${column('status')}::int[])
+      as k(w, i, attempt, lease, status)
+    where ${d.workspaceId} = k.w and ${d.id} = k.i and ${d.status} = 'pending'
+      and ${d.attempts} = k.attempt - 1 and ${d.nextAttemptAt} = k.lease::timestamptz`);
 }
 
 /**

@@ -21,12 +21,14 @@ export interface SendOptions {
   timeoutMs?: number;
   /** Resolves a name to its addresses (tests substitute it). */
   resolve?: Resolve;
+  /** Reuse connections to the same origin and checked address (`requestOutbound`). */
+  keepAlive?: boolean;
 }
 
 /**
  * POSTs `body` once through the shared outbound request (src/outbound/request.ts): every
  * address judged by SPEC 8.2 under SVC_WEBHOOK_ALLOWED_HOSTS, the connection pinned to the
- * checked address, no proxy, and redirects never followed (SPEC 6: a 3xx is an answer that
+ * checked address (kept alive between deliveries when asked), no proxy, and redirects never followed (SPEC 6: a 3xx is an answer that
  * leaves the delivery pending).
  */
 export async function sendOnce(options: SendOptions): Promise<SendOutcome> {
@@ -43,6 +45,7 @@ export async function sendOnce(options: SendOptions): Promise<SendOutcome> {
     allow: options.allow,
     allowSetting: 'SVC_WEBHOOK_ALLOWED_HOSTS',
     resolve: options.resolve,
+    keepAlive: options.keepAlive,
   });
   switch (outcome.kind) {
     case 'answered':

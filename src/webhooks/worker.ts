@@ -1,7 +1,6 @@
 import { webhookDeliveries } from '../metrics/registry.js';
 import type { Config } from '../config.js';
-import type { Database } from '../db/client.js';
-import { selectEnvelopes } from '../events/queries.js';
+import type { Database, Db } from '../db/client.js';
 import {
   JobRetry,
   startJobRunner,
@@ -18,6 +17,7 @@ import {
   dropDelivery,
   recordDelivered,
   type ClaimedDelivery,
+  type Delivered,
   type DeliveryFields,
 } from './outbox.js';
 import { DELIVERY_TIMEOUT_MS, sendOnce, type SendOptions } from './send.js';
@@ -55,20 +55,58 @@ export type WebhookWorker = JobRunner;
 const PER_WEBHOOK = 8;
 
 /**
+ * Writes 2xx outcomes: the first at once, and those that come while a write is under way
+ * together in the next one, so a burst settles in a statement per batch, not per delivery.
+ */
+function deliveredWriter(): (db: Db, row: Delivered) => Promise<void> {
+  const queue: { db: Db; row: Delivered; done: () => void; fail: (error: unknown) => void }[] = [];
+  let writing = false;
+  async function write(): Promise<void> {
+    writing = true;
+    while (queue.length > 0) {
+      const db = queue[0]!.db;
+      let size = 1;
+      while (size < queue.length && size < SETTLE_BATCH && queue[size]!.db === db) size += 1;
+      const batch = queue.splice(0, size);
+      try {
+        await recordDelivered(
+          db,
+          batch.map((entry) => entry.row),
+        );
+        for (const entry of batch) entry.done();
+      } catch (error) {
+        for (const entry of batch) entry.fail(error);
+      }
+    }
+    writing = false;
+  }
+  return (db, row) =>
+    new Promise<void>((done, fail) => {
+      queue.push({ db, row, done, fail });
+      if (!writing) void write();
+    });
+}
+
+/** Outcomes written in one statement at most. */
+const SETTLE_BATCH = 500;
+
+/**
  * The delivery job (SPEC 3, 6): webhook_deliveries rows run by the one job runner
  * (src/jobs/runner.ts), which claims them with a lease (a process killed mid-attempt
  * leaves the row to be retried after it), at most PER_WEBHOOK to one webhook and a fair
- * share to one workspace, woken by the enqueuing commit's NOTIFY. The claimed delivery's
- * event is read in one statement of the events domain's (events never change once recorded).
+ * share to one workspace, woken by the enqueuing commit's NOTIFY. The claim reads each
+ * delivery's event with it (events never change once recorded); 2xx outcomes are written
+ * in batches.
  */
 export function deliveryJob(resolve?: SendOptions['resolve']): JobKind<DeliveryFields> {
+  const delivered = deliveredWriter();
   return {
     name: DELIVERY_JOB,
     storage: deliveryStorage,
     leaseMs: CLAIM_LEASE_MS,
     groupCap: PER_WEBHOOK,
     retry: { delayMs: retryDelayMs, windowMs: RETRY_WINDOW_MS },
-    run: (job, context) => deliver(context, asDelivery(job), resolve),
+    run: (job, context) => deliver(context, asDelivery(job), resolve, delivered),
   };
 }
 
@@ -76,21 +114,20 @@ async function deliver(
   { database, config, log }: JobContext,
   row: ClaimedDelivery,
   resolve: SendOptions['resolve'],
+  delivered: ReturnType<typeof deliveredWriter>,
 ): Promise<void> {
   if (row.deletedAt) {
     await dropDelivery(database.db, row);
     return;
   }
-  const [event] = await selectEnvelopes(database.db, [
-    { workspaceId: row.workspaceId, id: row.eventId },
-  ]);
+  const { event } = row;
   // A delivery whose event is gone is left to its lease, as the join it replaces did.
   if (!event) return;
   const body = Buffer.from(
     JSON.stringify({
       id: row.eventId,
       name: event.name,
-      at: event.at.toISOString(),
+      at: new Date(event.atMs).toISOString(),
       data: event.data,
     }),
   );
@@ -99,6 +136,7 @@ async function deliver(
     body,
     allow: config.webhooks,
     resolve,
+    keepAlive: true,
     headers: {
       [SIGNATURE_HEADER]: signBody(row.secret, body),
       // Standard Webhooks: webhook-id is the delivery's id, the same on every retry.
@@ -110,7 +148,7 @@ async function deliver(
   });
   webhookDeliveries.inc({ outcome: deliveryOutcome(outcome) });
   if (outcome.kind === 'answered' && outcome.status >= 200 && outcome.status < 300) {
-    await recordDelivered(database.db, row, outcome.status);
+    await delivered(database.db, { ...row, status: outcome.status });
     return;
   }
   if (outcome.kind === 'refused') {

@@ -5,6 +5,7 @@
 import {
   createServer,
   type IncomingHttpHeaders,
+  type IncomingMessage,
   type Server,
   type ServerResponse,
 } from 'node:http';
@@ -517,5 +518,103 @@ describe('the webhook sender on the shared request', () => {
       allow: loopback(),
     });
     expect(outcome).toEqual({ kind: 'answered', status: 200 });
+  });
+});
+
+describe('kept-alive connections (keepAlive, as webhook deliveries ask)', () => {
+  const loopback = () => allowList('127.0.0.1/32');
+  /**
+   * A loopback server counting its connections; `onRequest` gets each request's number on
+   * its connection (1 for the first) and answers it.
+   */
+  async function counting(
+    onRequest: (nth: number, req: IncomingMessage, res: ServerResponse) => void,
+  ): Promise<{ origin: string; port: number; connections: () => number; requests: () => number }> {
+    let connections = 0;
+    let requests = 0;
+    const perSocket = new WeakMap<object, number>();
+    const server = createServer((req, res) => {
+      requests += 1;
+      const nth = (perSocket.get(req.socket) ?? 0) + 1;
+      perSocket.set(req.socket, nth);
+      req.resume();
+      req.on('end', () => onRequest(nth, req, res));
+    });
+    server.on('connection', () => (connections += 1));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const port = (server.address() as AddressInfo).port;
+    receivers.push({ server, port, origin: `http://127.0.0.1:${port}`, hits: [] });
+    return {
+      origin: `http://127.0.0.1:${port}`,
+      port,
+      connections: () => connections,
+      requests: () => requests,
+    };
+  }
+
+  test('requests in turn to one origin share one connection, each name looked up and judged anew', async () => {
+    const target = await counting((_nth, _req, res) => res.writeHead(200).end('ok'));
+    const resolve = resolverTo('127.0.0.1');
+    for (let i = 0; i < 5; i += 1) {
+      const outcome = await sendOnce({
+        url: `http://hooks.example:${target.port}/hook`,
+        body: Buffer.from('{}'),
+        headers: {},
+        allow: loopback(),
+        resolve,
+        keepAlive: true,
+      });
+      expect(outcome).toEqual({ kind: 'answered', status: 200 });
+    }
+    expect(target.requests()).toBe(5);
+    expect(target.connections()).toBe(1);
+    expect(resolve.calls).toEqual(Array(5).fill('hooks.example'));
+    // The name now resolves to an address the list does not open: refused, the kept
+    // connection notwithstanding.
+    const refused = await sendOnce({
+      url: `http://hooks.example:${target.port}/hook`,
+      body: Buffer.from('{}'),
+      headers: {},
+      allow: loopback(),
+      resolve: resolverTo('10.0.0.7'),
+      keepAlive: true,
+    });
+    expect(refused).toMatchObject({ kind: 'refused', address: '10.0.0.7' });
+    expect(target.requests()).toBe(5);
+  });
+
+  test('a kept connection the receiver resets before answering is sent again once, on a new one', async () => {
+    // The second request on any connection is reset unanswered, as a server closing an
+    // idle connection just as the request arrives would.
+    const target = await counting((nth, req, res) => {
+      if (nth === 2) req.socket.resetAndDestroy();
+      else res.writeHead(200).end('ok');
+    });
+    const send = () =>
+      sendOnce({
+        url: `${target.origin}/hook`,
+        body: Buffer.from('{}'),
+        headers: {},
+        allow: loopback(),
+        keepAlive: true,
+      });
+    expect(await send()).toEqual({ kind: 'answered', status: 200 });
+    expect(await send()).toEqual({ kind: 'answered', status: 200 });
+    expect(target.requests()).toBe(3);
+    expect(target.connections()).toBe(2);
+  });
+
+  test('without keepAlive every request has a connection of its own', async () => {
+    const target = await counting((_nth, _req, res) => res.writeHead(200).end('ok'));
+    for (let i = 0; i < 3; i += 1) {
+      await sendOnce({
+        url: `${target.origin}/hook`,
+        body: Buffer.from('{}'),
+        headers: {},
+        allow: loopback(),
+      });
+    }
+    expect(target.requests()).toBe(3);
+    expect(target.connections()).toBe(3);
   });
 });

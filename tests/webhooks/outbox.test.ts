@@ -4,6 +4,8 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { and, eq } from 'drizzle-orm';
 import { randomUUID } from 'node:crypto';
 import type { Db } from '../../src/db/client.js';
+import { recordEvent } from '../../src/events/service.js';
+import { events } from '../../src/events/tables.js';
 import { claimDueDeliveries, enqueueDeliveries } from '../../src/webhooks/outbox.js';
 import { webhookDeliveries, webhooks, type Webhook } from '../../src/webhooks/tables.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
@@ -119,5 +121,56 @@ describe('claimDueDeliveries', () => {
     expect(left.filter((d) => d.webhookId === busy.id)).toHaveLength(2);
     expect(left.filter((d) => d.webhookId === idle.id)).toHaveLength(1);
     expect(left.some((d) => claimed.some((c) => c.id === d.id))).toBe(false);
+  });
+
+  test('a backlog in one workspace never hides another workspace’s first row; each comes with its event', async () => {
+    // Lease whatever earlier tests left due, so only this test's rows compete.
+    await claimDueDeliveries(db, {
+      limit: 1000,
+      perWebhook: 1000,
+      leaseMs: 60_000,
+      inFlight: new Map(),
+    });
+    const crowded = await createWorkspace(db);
+    const quiet = await createWorkspace(db);
+    await insertWebhook(crowded.id, ['task.created']);
+    await insertWebhook(crowded.id, ['task.created']);
+    await insertWebhook(quiet.id, ['task.created']);
+    for (let i = 0; i < 30; i += 1) {
+      await enqueueDeliveries(db, {
+        workspaceId: crowded.id,
+        id: randomUUID(),
+        name: 'task.created',
+      });
+    }
+    // Enqueued last, so due last of all: round-robin still takes it in the first two.
+    const eventId = await db.transaction((tx) =>
+      recordEvent(tx as never, {
+        workspaceId: quiet.id,
+        name: 'task.created',
+        subjectId: randomUUID(),
+        data: { title: 'Call back' },
+      }),
+    );
+    const claimed = await claimDueDeliveries(db, {
+      limit: 2,
+      perWebhook: 8,
+      leaseMs: 60_000,
+      inFlight: new Map(),
+    });
+    expect(claimed.map((d) => d.workspaceId).sort()).toEqual([crowded.id, quiet.id].sort());
+    const mine = claimed.find((d) => d.workspaceId === quiet.id)!;
+    const [event] = await db
+      .select({ at: events.at, data: events.data })
+      .from(events)
+      .where(and(eq(events.workspaceId, quiet.id), eq(events.id, eventId)));
+    expect(mine.eventId).toBe(eventId);
+    expect(mine.event).toEqual({
+      name: 'task.created',
+      atMs: event!.at.getTime(),
+      data: event!.data,
+    });
+    // The crowded workspace's rows name no recorded event: the claim says so.
+    expect(claimed.find((d) => d.workspaceId === crowded.id)!.event).toBeNull();
   });
 });

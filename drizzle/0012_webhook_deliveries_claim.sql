@@ -1,0 +1,3 @@
+DROP INDEX "webhook_deliveries_due_idx";--> statement-breakpoint
+CREATE INDEX "webhook_deliveries_settled_idx" ON "webhook_deliveries" USING btree ("next_attempt_at") WHERE "webhook_deliveries"."status" in ('delivered', 'failed');--> statement-breakpoint
+CREATE INDEX "webhook_deliveries_pending_claim_idx" ON "webhook_deliveries" USING btree ("workspace_id","webhook_id","next_attempt_at","id") WHERE "webhook_deliveries"."status" = 'pending';
