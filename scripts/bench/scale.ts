@@ -22,7 +22,7 @@
 // (a directory where postgraphile@5 is installed) adds PostGraphile as a third column
 // (postgraphile-peer.mjs, its own process) for the scenarios it has a document for.
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { pathToFileURL } from 'node:url';
@@ -54,14 +54,23 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
 const only = process.env.BENCH_ONLY?.split(',').filter(Boolean);
 
 /**
- * The bare baseline (scale-baseline.ts) in a process of its own, as the service runs in
- * one: sharing the load generator's event loop flattered the service.
+ * The Node.js `svc serve` runs under (the `node` dependency, bin/svc.js), so the floor and
+ * the peer run on the same runtime as the service; this one when it is not installed.
+ */
+const servingNode = ((): string => {
+  const installed = path.join(root, 'node_modules/node/bin/node');
+  return existsSync(installed) ? installed : process.execPath;
+})();
+
+/**
+ * The floor (scale-baseline.ts) in a process of its own, as the service runs in one:
+ * sharing the load generator's event loop flattered the service.
  */
 async function spawnBaseline(
   databaseUrl: string,
   script = 'scripts/bench/scale-baseline.ts',
 ): Promise<{ url: string; pid: number; close(): Promise<void> }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(root, script)], {
+  const child = spawn(servingNode, ['--import', 'tsx', path.join(root, script)], {
     cwd: root,
     env: { ...process.env, BENCH_DATABASE_URL: databaseUrl },
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -148,6 +157,7 @@ const queries = {
   contactPage: `query ($q: String) { contactPage(q: $q) { total items { ${CONTACT_FIELDS} } } }`,
   contacts: `query ($after: String) { contacts(after: $after) { edges { cursor node { ${CONTACT_FIELDS} } } pageInfo { hasNextPage endCursor } } }`,
   tasks: `query ($date: Date!) { tasks(date: $date) { edges { cursor node { id title dueOn status } } pageInfo { hasNextPage endCursor } } }`,
+  tasksWithContact: `query ($date: Date!) { tasks(date: $date) { edges { cursor node { id title dueOn status contact { name } } } pageInfo { hasNextPage endCursor } } }`,
   contact: `query ($id: UUID!) { contact(id: $id) { ${CONTACT_FIELDS} tasks { id title dueOn status } } }`,
   version: '{ version }',
   contactDuplicates: `query ($id: UUID!) { contactDuplicates(id: $id) { score nameSimilarity contact { id name } } }`,
@@ -378,6 +388,11 @@ try {
       field: 'tasks',
       variables: { date: day?.due_on as string },
     },
+    {
+      name: `tasks(date: ${day?.due_on}) + contact name`,
+      field: 'tasksWithContact',
+      variables: { date: day?.due_on as string },
+    },
     { name: 'contact(id) + identities + tasks', field: 'contact', variables: { id: contactId } },
     { name: '{ version } with a token', field: 'version', variables: {} },
     {
@@ -397,7 +412,7 @@ try {
   const graph = `${service.url}/api/graphql`;
   const headers = { authorization: `Bearer ${secret}` };
 
-  // Both answer every scenario, and with the same number of rows, before any load.
+  // The service and the floor answer every scenario with the same bytes, before any load.
   for (const s of scenarios) {
     const body = JSON.stringify({ query: queries[s.field], variables: s.variables });
     const init = {
@@ -405,18 +420,19 @@ try {
       headers: { 'content-type': 'application/json', ...headers },
       body,
     };
-    const fromService = (await (await fetch(graph, init)).json()) as {
-      data?: unknown;
-      errors?: unknown;
-    };
-    if (fromService.errors || !fromService.data) {
-      throw new Error(`${s.name}: ${JSON.stringify(fromService.errors)}`);
+    const fromService = await (await fetch(graph, init)).text();
+    const parsed = JSON.parse(fromService) as { data?: unknown; errors?: unknown };
+    if (parsed.errors || !parsed.data) {
+      throw new Error(`${s.name}: ${JSON.stringify(parsed.errors)}`);
     }
-    const fromBaseline = (await (await fetch(`${baseline.url}/${s.field}`, init)).json()) as {
-      data: unknown;
-    };
+    const fromBaseline = await (await fetch(`${baseline.url}/${s.field}`, init)).text();
+    if (fromBaseline !== fromService) {
+      throw new Error(
+        `${s.name}: the floor's answer differs from the service's\n  service: ${fromService.slice(0, 400)}\n  floor:   ${fromBaseline.slice(0, 400)}`,
+      );
+    }
     const size = (data: unknown) => JSON.stringify(data).match(/"id"/g)?.length ?? 0;
-    const total = (data: unknown) => /"total":(\d+)/.exec(JSON.stringify(data))?.[1] ?? '';
+    const total = /"total":(\d+)/.exec(fromService)?.[1];
     let fromPeer = '';
     const peerRequest = peerBody(s);
     if (peer && peerRequest) {
@@ -427,10 +443,10 @@ try {
         throw new Error(`${s.name} (PostGraphile): ${JSON.stringify(answer.errors)}`);
       }
       const peerTotal = /"contacts":"(\d+)"/.exec(JSON.stringify(answer.data))?.[1];
-      fromPeer = `, PostGraphile ${size(answer.data)} ids${peerTotal ? `, total ${peerTotal}` : ''}`;
+      fromPeer = `; PostGraphile ${size(answer.data)} ids${peerTotal ? `, total ${peerTotal}` : ''}`;
     }
     console.log(
-      `${s.name}: ${size(fromService.data)} ids${total(fromService.data) ? `, total ${total(fromService.data)}` : ''} (baseline ${size(fromBaseline.data)} ids${total(fromBaseline.data) ? `, total ${total(fromBaseline.data)}` : ''}${fromPeer})`,
+      `${s.name}: ${size(parsed.data)} ids${total ? `, total ${total}` : ''}, ${fromService.length} bytes, the floor's the same${fromPeer}`,
     );
   }
 
