@@ -18,9 +18,11 @@
 // BENCH_CONTACTS, BENCH_SECONDS (10), BENCH_CONNECTIONS (16, below
 // SVC_GRAPH_OPERATIONS_PER_USER), BENCH_KEEP=1 keeps the database, BENCH_DATABASE names a
 // database kept earlier (no seeding), BENCH_ONLY picks scenarios, BENCH_SVC_ROOT serves
-// another checkout (`git archive <commit> | tar -x -C dir`, node_modules linked). BENCH_POSTGRAPHILE_ROOT
-// (a directory where postgraphile@5 is installed) adds PostGraphile as a third column
-// (postgraphile-peer.mjs, its own process) for the scenarios it has a document for.
+// another checkout (`git archive <commit> | tar -x -C dir`, node_modules linked), and
+// BENCH_BEFORE_ROOT adds one as a column of the same run (before and after together).
+// BENCH_POSTGRAPHILE_ROOT (a directory where postgraphile@5 is installed) adds PostGraphile
+// as a column (postgraphile-peer.mjs, its own process) for the scenarios it has a
+// document for.
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -405,6 +407,10 @@ try {
 
   // BENCH_SVC_ROOT: another checkout's service (an earlier commit), against the same floor.
   const service = await startServe({ SVC_DATABASE_URL: db.url }, process.env.BENCH_SVC_ROOT);
+  // BENCH_BEFORE_ROOT: an earlier checkout's service as a column of the same run.
+  const before = process.env.BENCH_BEFORE_ROOT
+    ? await startServe({ SVC_DATABASE_URL: db.url }, process.env.BENCH_BEFORE_ROOT)
+    : null;
   const baseline = await spawnBaseline(db.url);
   const peer = peerQueries
     ? await spawnBaseline(db.url, 'scripts/bench/postgraphile-peer.mjs')
@@ -426,9 +432,12 @@ try {
       throw new Error(`${s.name}: ${JSON.stringify(parsed.errors)}`);
     }
     const fromBaseline = await (await fetch(`${baseline.url}/${s.field}`, init)).text();
-    if (fromBaseline !== fromService) {
+    const fromBefore = before
+      ? await (await fetch(`${before.url}/api/graphql`, init)).text()
+      : fromService;
+    if (fromBaseline !== fromService || fromBefore !== fromService) {
       throw new Error(
-        `${s.name}: the floor's answer differs from the service's\n  service: ${fromService.slice(0, 400)}\n  floor:   ${fromBaseline.slice(0, 400)}`,
+        `${s.name}: the floor's answer differs from the service's\n  service: ${fromService.slice(0, 400)}\n  floor:   ${fromBaseline.slice(0, 400)}\n  before:  ${fromBefore.slice(0, 400)}`,
       );
     }
     const size = (data: unknown) => JSON.stringify(data).match(/"id"/g)?.length ?? 0;
@@ -461,6 +470,10 @@ try {
   const peerRatios: Record<string, number[]> = {};
   /** The service's CPU time per request over the baseline's: 2.0 means twice the work. */
   const cpuRatios: Record<string, number[]> = {};
+  const beforeRatios: Record<string, number[]> = {};
+  const beforePeerRatios: Record<string, number[]> = {};
+  /** p99 of the service, the earlier service and PostGraphile, each round. */
+  const p99s: Record<string, string[]> = {};
   for (let round = 1; round <= ROUNDS; round += 1) {
     console.log(`round ${round} of ${ROUNDS}`);
     for (const s of scenarios) {
@@ -481,9 +494,24 @@ try {
         seconds,
         pid: service.child.pid as number,
       });
+      const earlier = before
+        ? await load(`before: ${s.name}`, {
+            url: `${before.url}/api/graphql`,
+            body,
+            headers,
+            connections,
+            seconds,
+            pid: before.child.pid as number,
+          })
+        : null;
       pairs[svc.name] = base;
       pairs[base.name] = base;
       rows.push(base, svc);
+      if (earlier) {
+        pairs[earlier.name] = base;
+        rows.push(earlier);
+        (beforeRatios[s.name] ??= []).push(earlier.requestsPerSecond / base.requestsPerSecond);
+      }
       (ratios[s.name] ??= []).push(svc.requestsPerSecond / base.requestsPerSecond);
       (cpuRatios[s.name] ??= []).push(
         (svc.cpuMicrosPerRequest ?? 0) / (base.cpuMicrosPerRequest ?? 1),
@@ -501,8 +529,12 @@ try {
         pairs[pgl.name] = base;
         rows.push(pgl);
         (peerRatios[s.name] ??= []).push(svc.requestsPerSecond / pgl.requestsPerSecond);
-        report([base, svc, pgl], base, pairs);
-      } else report([base, svc], base, pairs);
+        if (earlier) {
+          (beforePeerRatios[s.name] ??= []).push(earlier.requestsPerSecond / pgl.requestsPerSecond);
+        }
+        (p99s[s.name] ??= []).push(`${svc.p99}${earlier ? `/${earlier.p99}` : ''}/${pgl.p99}`);
+        report([base, svc, ...(earlier ? [earlier] : []), pgl], base, pairs);
+      } else report([base, svc, ...(earlier ? [earlier] : [])], base, pairs);
     }
   }
   console.log('\nservice / baseline (own processes), each round, and the spread:');
@@ -525,6 +557,22 @@ try {
       );
     }
   }
+  if (before) {
+    console.log('\nbefore (BENCH_BEFORE_ROOT) / baseline, each round:');
+    for (const [name, list] of Object.entries(beforeRatios)) {
+      console.log(`  ${name.padEnd(44)} ${list.map((ratio) => ratio.toFixed(2)).join(' ')}`);
+    }
+    console.log('\nbefore / PostGraphile, each round:');
+    for (const [name, list] of Object.entries(beforePeerRatios)) {
+      console.log(`  ${name.padEnd(44)} ${list.map((ratio) => ratio.toFixed(2)).join(' ')}`);
+    }
+  }
+  if (peer) {
+    console.log(`\np99 ms, service${before ? '/before' : ''}/PostGraphile, each round:`);
+    for (const [name, list] of Object.entries(p99s)) {
+      console.log(`  ${name.padEnd(44)} ${list.join('  ')}`);
+    }
+  }
   if (scenarios.some((s) => s.field === 'contactDuplicates')) {
     await oneAtATime(
       'contactDuplicates(id), 200 contacts one request at a time',
@@ -535,10 +583,12 @@ try {
     );
   }
   console.log(`\nsvc serve peak memory: ${peakRss(service.child.pid as number)}`);
+  if (before) console.log(`before's peak memory: ${peakRss(before.child.pid as number)}`);
   if (!only) await definitionTimes(graph, headers);
   await baseline.close();
   await peer?.close();
   await service.stop();
+  await before?.stop();
 
   if (!only) await plans(db.url, workspaceId, [nameFragment, broadFragment, digitsFragment]);
   if (!only || scenarios.some((s) => s.field === 'contactDuplicates')) {
