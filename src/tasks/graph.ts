@@ -32,17 +32,18 @@ const TIMESTAMP_FIELDS = ['createdAt', 'updatedAt', 'completedAt'];
 
 /**
  * `tasks(...) { edges { node { contact } } }` reads each task's contact in the list's
- * statement, primed into the contacts loader `Task.contact` reads.
+ * statement: the column rides on each task's row, and `Task.contact` answers it from
+ * there (no loader, no promise per task); nothing to prime.
  */
 const contactReadAhead: ReadAhead = {
   name: 'contactRead',
   column: contactOfTaskColumn,
   values: () => ({}),
-  prime: (ctx, _taskId, json) => {
-    const contact = contactFromColumn(json);
-    if (contact) ctx.loaders.of(contactLoaders).contacts.prime(contact.id, contact);
-  },
+  prime: () => {},
 };
+
+/** A task as a list read it, with its contact read ahead when the operation asked. */
+type ListedTask = Task & { contactRead?: unknown };
 
 /** The stored row behind a task read without its timestamps. */
 async function stored(task: Task, ctx: Context): Promise<Task> {
@@ -67,8 +68,10 @@ TaskObject.implement({
       // The contacts domain's loader: every task of a page is resolved in one read, and a
       // list of tasks reads their contacts in its own statement (contactReadAhead).
       extensions: { readAhead: contactReadAhead },
-      resolve: (task, _args, ctx) =>
-        task.contactId ? ctx.loaders.of(contactLoaders).contacts.load(task.contactId) : null,
+      resolve: (task: ListedTask, _args, ctx) => {
+        if (task.contactRead !== undefined) return contactFromColumn(task.contactRead);
+        return task.contactId ? ctx.loaders.of(contactLoaders).contacts.load(task.contactId) : null;
+      },
     }),
     assigneeId: t.expose('assigneeId', { type: 'UUID', description: 'The owner of the task.' }),
     originSource: t.exposeString('originSource', {
