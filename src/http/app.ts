@@ -45,11 +45,22 @@ function pathOf(target: string | undefined): string {
   return new URL(target ?? '/', 'http://localhost').pathname;
 }
 
+/** The route an answer counts under, kept on its response (no closure per request). */
+const ROUTE = Symbol('route');
+
+/** The 'finish' listener of {@link countAnswer}, one for every response. */
+function countFinished(this: ServerResponse & { [ROUTE]?: string }): void {
+  const status =
+    STATUS_CLASSES[Math.floor(this.statusCode / 100)] ?? `${Math.floor(this.statusCode / 100)}xx`;
+  httpRequests.inc({ route: this[ROUTE] ?? 'web', status });
+}
+
+const STATUS_CLASSES = ['0xx', '1xx', '2xx', '3xx', '4xx', '5xx'];
+
 /** Counts the answer by route and status class once it is written. */
 function countAnswer(res: ServerResponse, route: string): void {
-  res.once('finish', () =>
-    httpRequests.inc({ route, status: `${Math.floor(res.statusCode / 100)}xx` }),
-  );
+  (res as ServerResponse & { [ROUTE]?: string })[ROUTE] = route;
+  res.once('finish', countFinished);
 }
 
 /**
@@ -167,7 +178,9 @@ export function createApp(deps: AppDeps): App {
       const route = routeOf(path);
       countAnswer(res, route);
       try {
-        await serverSpan(req, res, route, () => handle(req, res, path));
+        await (tracingOn()
+          ? serverSpan(req, res, route, () => handle(req, res, path))
+          : handle(req, res, path));
       } catch (error) {
         // A client that went away, or was cut off by the read timeout, before its whole
         // request arrived is not a failure of the service, and has nobody left to answer.

@@ -311,8 +311,14 @@ export function createGraphRoute(deps: GraphRouteDeps) {
         // graphql-sse registers the token the request carries: always one minted here.
         req.headers[STREAM_TOKEN_HEADER] = reserved;
       }
-      const controller = deps.cancellation.begin(res);
-      if (step?.kind === 'connect' && actor) holdConnection(actor, step.token, controller);
+      // Only a stream or a single-connection step needs its controller at once; any other
+      // request makes it when something reads its signal or cancels it (a statement, the
+      // deadline): `{ version }` makes none.
+      const controller =
+        streaming || step ? deps.cancellation.begin(res) : deps.cancellation.lazy(res);
+      if (step?.kind === 'connect' && actor) {
+        holdConnection(actor, step.token, controller as AbortController);
+      }
       // The request's fields as Yoga's Headers (read lazily, from a record); the Request
       // itself is made only for Yoga. Yoga's own Request class keeps a buffered body as it
       // is; undici's would wrap it in a stream. Only a stream needs the request's signal
@@ -331,7 +337,7 @@ export function createGraphRoute(deps: GraphRouteDeps) {
       const responseCookies: string[] = [];
       const context = createContext({
         config,
-        database: deps.gate.forRequest(callerKey(actor, clientAddress), controller.signal),
+        database: deps.gate.forRequest(callerKey(actor, clientAddress), () => controller.signal),
         log: () => log.child({ requestId }),
         requestId,
         actor,
@@ -339,7 +345,8 @@ export function createGraphRoute(deps: GraphRouteDeps) {
         clientAddress,
         headers: requestHeaders,
         responseCookies,
-        signal: controller.signal,
+        // Replaced by a getter below: the signal is made when first read.
+        signal: undefined as unknown as AbortSignal,
         cancel: (reason) => controller.abort(reason),
         events: deps.events,
         ...(step?.kind === 'operate' && actor
@@ -350,6 +357,10 @@ export function createGraphRoute(deps: GraphRouteDeps) {
               },
             }
           : {}),
+      });
+      Object.defineProperty(context, 'signal', {
+        get: () => controller.signal,
+        enumerable: true,
       });
       const sendOptions: SendOptions =
         actor || schemaOnly
