@@ -15,7 +15,7 @@ const compiled = new WeakMap<DocumentNode, Map<string, CompiledQuery | null>>();
  * parsed document is (Yoga's document cache holds each text's one document); null for a
  * mutation, a subscription, or what graphql-jit cannot compile.
  */
-export function compiledQuery(
+function compiledQuery(
   schema: GraphQLSchema,
   document: DocumentNode,
   operationName: string | null | undefined,

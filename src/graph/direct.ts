@@ -1,15 +1,21 @@
 import {
   getOperationAST,
+  GraphQLObjectType,
+  GraphQLSchema,
+  Kind,
   type DocumentNode,
   type ExecutionResult,
+  type FragmentDefinitionNode,
   type GraphQLError,
-  type GraphQLSchema,
+  type GraphQLFieldConfig,
+  type GraphQLFieldResolver,
+  type SelectionSetNode,
 } from 'graphql';
-import type { CompiledQuery } from 'graphql-jit';
+import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
 import { isPromise, type Plugin } from 'graphql-yoga';
+import { checkAccess, type AccessRule } from '../auth/access.js';
 import type { Context } from '../context.js';
 import type { ComplexityCheck } from './complexity.js';
-import { compiledQuery } from './compiled-queries.js';
 import { deadlineAnswer, type OperationDeadlineOptions } from './deadline.js';
 import type { InputLimitsCheck } from './input-limits.js';
 import type { JsonOperation } from './json-operation.js';
@@ -28,6 +34,13 @@ import type { OperationRecorder, Running } from './observe.js';
  * the request is decided again here, as the plugins decide it: the variables against the
  * input limits, the operation's cost against the complexity limit, the deadline, and the
  * metrics of the operation observer.
+ *
+ * Access is decided once per operation: the root fields' rules (src/auth/access.ts) are
+ * checked before the run, and the operation is compiled against the schema with those
+ * fields' own resolvers, without scope-auth's per-field wrapping (which reads the same
+ * rules, through a per-request cache). Only root fields carry rules (the Query type's
+ * `authenticated` and a field's `access`); a root field whose rules take another shape
+ * keeps its wrapped resolver. A caller a rule refuses goes back to Yoga, which refuses it.
  *
  * Any answer but a clean one goes back to Yoga, which runs the operation again and answers
  * it with its shapes: a refusal of the input or complexity limits before anything runs,
@@ -64,6 +77,114 @@ interface Kept {
   query: CompiledQuery;
   /** The operation's metric label. */
   label: string;
+  /** The access rules of its root fields, checked before each run. */
+  rules: readonly AccessRule[];
+}
+
+/** What a root field answered without scope-auth demands of its caller. */
+type RootAccess = { rule: AccessRule | null };
+
+interface PothosFieldExtensions {
+  pothosResolveWrapped?: boolean;
+  pothosOptions?: { authScopes?: unknown; grantScopes?: unknown; skipTypeScopes?: boolean };
+  pothosConfig?: { resolve?: GraphQLFieldResolver<unknown, unknown> };
+  pothosArgMappers?: unknown[];
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/**
+ * The schema with the root Query fields' own resolvers, where scope-auth's rules for them
+ * are ones this path checks itself: the type's `{ authenticated: true }` (every caller
+ * here is signed in) and a field's `{ access: rule }`. Any other shape keeps its field
+ * wrapped; a schema this cannot rebuild is used as it is.
+ */
+function unwrappedRoots(schema: GraphQLSchema): {
+  schema: GraphQLSchema;
+  access: ReadonlyMap<string, RootAccess>;
+} {
+  const access = new Map<string, RootAccess>();
+  const query = schema.getQueryType();
+  const typeScopes = (query?.extensions as PothosFieldExtensions | undefined)?.pothosOptions
+    ?.authScopes;
+  const authenticatedOnly =
+    isRecord(typeScopes) &&
+    Object.keys(typeScopes).length === 1 &&
+    typeScopes['authenticated'] === true;
+  if (!query || !authenticatedOnly) return { schema, access };
+  const config = query.toConfig();
+  const fields: Record<string, GraphQLFieldConfig<unknown, unknown>> = {};
+  for (const [name, field] of Object.entries(config.fields)) {
+    fields[name] = field;
+    const extensions = field.extensions as PothosFieldExtensions;
+    if (!extensions.pothosResolveWrapped) continue;
+    const options = extensions.pothosOptions ?? {};
+    const scopes = options.authScopes;
+    const own = extensions.pothosConfig?.resolve;
+    const plain =
+      scopes === undefined ||
+      (isRecord(scopes) && Object.keys(scopes).length === 1 && isRecord(scopes['access']));
+    if (
+      !plain ||
+      options.grantScopes !== undefined ||
+      typeof own !== 'function' ||
+      (extensions.pothosArgMappers?.length ?? 0) > 0
+    ) {
+      continue;
+    }
+    fields[name] = { ...field, resolve: own };
+    access.set(name, { rule: isRecord(scopes) ? (scopes['access'] as AccessRule) : null });
+  }
+  try {
+    const root = new GraphQLObjectType({ ...config, fields });
+    const whole = schema.toConfig();
+    const rebuilt = new GraphQLSchema({
+      ...whole,
+      query: root,
+      types: whole.types.map((type) => (type === query ? root : type)),
+    });
+    return { schema: rebuilt, access };
+  } catch {
+    return { schema, access: new Map() };
+  }
+}
+
+/**
+ * The rules of the root fields an operation selects (through fragments, whatever their
+ * directives: a field skipped is checked all the same, and a refusal goes back to Yoga).
+ * A root field that keeps scope-auth's wrapping has none here: it checks itself.
+ */
+function rootRules(
+  document: DocumentNode,
+  selections: SelectionSetNode,
+  access: ReadonlyMap<string, RootAccess>,
+): AccessRule[] {
+  const fragments = new Map<string, FragmentDefinitionNode>();
+  for (const definition of document.definitions) {
+    if (definition.kind === Kind.FRAGMENT_DEFINITION) {
+      fragments.set(definition.name.value, definition);
+    }
+  }
+  const rules: AccessRule[] = [];
+  const seen = new Set<string>();
+  function walk(set: SelectionSetNode): void {
+    for (const selection of set.selections) {
+      if (selection.kind === Kind.FIELD) {
+        const rule = access.get(selection.name.value)?.rule;
+        if (rule && !rules.includes(rule)) rules.push(rule);
+      } else if (selection.kind === Kind.INLINE_FRAGMENT) {
+        walk(selection.selectionSet);
+      } else if (!seen.has(selection.name.value)) {
+        seen.add(selection.name.value);
+        const fragment = fragments.get(selection.name.value);
+        if (fragment) walk(fragment.selectionSet);
+      }
+    }
+  }
+  walk(selections);
+  return rules;
 }
 
 /** Texts kept (each with its document): Yoga's document cache holds as many. */
@@ -79,6 +200,7 @@ function keyOf(operation: JsonOperation): string {
 
 export function createDirectPath(options: DirectPathOptions): DirectPath {
   const { schema, recorder } = options;
+  const direct = unwrappedRoots(schema);
   const kept = new Map<string, Kept>();
   const ran = new WeakMap<object, { document: DocumentNode; operationName?: string | null }>();
   const expired = deadlineAnswer(options.deadline);
@@ -119,14 +241,15 @@ export function createDirectPath(options: DirectPathOptions): DirectPath {
       if (!what || !context.actor) return;
       const definition = getOperationAST(what.document, what.operationName);
       if (definition?.operation !== 'query') return;
-      const query = compiledQuery(schema, what.document, what.operationName);
-      if (!query) return;
+      const query = compileQuery(direct.schema, what.document, what.operationName ?? undefined);
+      if (!isCompiledQuery(query)) return;
       if (kept.size >= KEPT_MAX) kept.clear();
       kept.set(keyOf(operation), {
         document: what.document,
         operationName: what.operationName,
         query,
         label: recorder.label(definition.name?.value ?? 'anonymous'),
+        rules: rootRules(what.document, definition.selectionSet, direct.access),
       });
     },
 
@@ -140,6 +263,13 @@ export function createDirectPath(options: DirectPathOptions): DirectPath {
         variableValues: operation.variables,
       };
       if (options.inputLimits(args) || options.complexity(args)) return null;
+      // Every caller here is signed in (the Query type's `authenticated`); the root
+      // fields' own rules are checked once, for the operation.
+      try {
+        for (const rule of entry.rules) checkAccess(context.actor, rule);
+      } catch {
+        return null;
+      }
       const running: Running = {
         startedAt: performance.now(),
         operation: entry.label,

@@ -7,6 +7,7 @@ import { resolveCredential } from '../../src/auth/credentials.js';
 import { createContext, type Actor } from '../../src/context.js';
 import { jsonMediaType, jsonOperation } from '../../src/graph/json-operation.js';
 import { GRAPH_PATH } from '../../src/graph/server.js';
+import { freshWorkspaceHeaders } from '../support/contacts.js';
 import { fixturePluginsDir } from '../support/env.js';
 import {
   captureLogger,
@@ -304,5 +305,61 @@ describe('a query sent again answers as Yoga answers it', () => {
     ]);
     expect(direct.body).toMatchObject({ errors: [{ extensions: { code: 'UNAUTHENTICATED' } }] });
     expect(direct).toEqual(yoga);
+  });
+});
+
+describe('access on the direct path', () => {
+  test('a caller whose token lacks a root field’s scope is refused as Yoga refuses', async () => {
+    const body = JSON.stringify({ query: '{ version adminSettings { __typename } }' });
+    // Kept from the admin's clean answers.
+    expect((await overHttp(body, null, true)).body).not.toHaveProperty('errors');
+    expect((await overHttp(body, null, true)).body).not.toHaveProperty('errors');
+    const { headers } = await freshWorkspaceHeaders(svc, ['contacts:read']);
+    const credential = await resolveCredential(svc.service.database.db, svc.service.access, {
+      authorization: headers.authorization,
+    });
+    if (!('actor' in credential) || !credential.actor) throw new Error('the token must work');
+    const scoped = credential.actor;
+    const response = await fetch(`${svc.url}${GRAPH_PATH}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body,
+    });
+    const direct = await answerOf(response);
+    expect(direct.body).toMatchObject({
+      errors: [{ extensions: { reason: 'scope_missing', meta: { scope: 'meta:read' } } }],
+    });
+    const request = new svc.service.app.graph.fetchAPI.Request(`http://localhost${GRAPH_PATH}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body,
+    });
+    const operation = new AbortController();
+    const context = createContext({
+      config: testConfig(ENV),
+      database: svc.service.database,
+      log: captureLogger().log,
+      requestId: 'yoga',
+      actor: scoped,
+      access: svc.service.access,
+      clientAddress: '127.0.0.1',
+      headers: request.headers,
+      responseCookies: [],
+      signal: operation.signal,
+      cancel: (reason) => operation.abort(reason),
+      events: svc.service.events,
+    });
+    const yoga = await answerOf(await svc.service.app.graph.handleOperation(request, context));
+    expect(direct).toEqual(yoga);
+    // And a token holding the scope is answered on the direct path.
+    const { headers: reader } = await freshWorkspaceHeaders(svc, ['meta:read']);
+    const allowed = await fetch(`${svc.url}${GRAPH_PATH}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...reader },
+      body,
+    });
+    expect(await allowed.json()).toEqual({
+      data: { version: '0.9.0', adminSettings: { __typename: 'AdminSettings' } },
+    });
   });
 });
