@@ -18,12 +18,13 @@
 // BENCH_CONTACTS, BENCH_SECONDS (10), BENCH_CONNECTIONS (16, below
 // SVC_GRAPH_OPERATIONS_PER_USER), BENCH_KEEP=1 keeps the database, BENCH_DATABASE names a
 // database kept earlier (no seeding), BENCH_ONLY picks scenarios, BENCH_REPLICA_URLS gives
-// the service read replicas (docs/scaling.md), BENCH_SVC_ROOT serves
-// another checkout (`git archive <commit> | tar -x -C dir`, node_modules linked). BENCH_POSTGRAPHILE_ROOT
-// (a directory where postgraphile@5 is installed) adds PostGraphile as a third column
+// the service read replicas (docs/scaling.md), BENCH_SVC_ROOT serves another checkout
+// (`git archive <commit> | tar -x -C dir`, node_modules linked), and BENCH_BEFORE_ROOT adds
+// one as a column of the same run (before and after together). BENCH_POSTGRAPHILE_ROOT (a
+// directory where postgraphile@5 is installed) adds PostGraphile as a column
 // (postgraphile-peer.mjs, its own process) for the scenarios it has a document for.
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { pathToFileURL } from 'node:url';
@@ -55,14 +56,23 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
 const only = process.env.BENCH_ONLY?.split(',').filter(Boolean);
 
 /**
- * The bare baseline (scale-baseline.ts) in a process of its own, as the service runs in
- * one: sharing the load generator's event loop flattered the service.
+ * The Node.js `svc serve` runs under (the `node` dependency, bin/svc.js), so the floor and
+ * the peer run on the same runtime as the service; this one when it is not installed.
+ */
+const servingNode = ((): string => {
+  const installed = path.join(root, 'node_modules/node/bin/node');
+  return existsSync(installed) ? installed : process.execPath;
+})();
+
+/**
+ * The floor (scale-baseline.ts) in a process of its own, as the service runs in one:
+ * sharing the load generator's event loop flattered the service.
  */
 async function spawnBaseline(
   databaseUrl: string,
   script = 'scripts/bench/scale-baseline.ts',
 ): Promise<{ url: string; pid: number; close(): Promise<void> }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(root, script)], {
+  const child = spawn(servingNode, ['--import', 'tsx', path.join(root, script)], {
     cwd: root,
     env: { ...process.env, BENCH_DATABASE_URL: databaseUrl },
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -149,6 +159,7 @@ const queries = {
   contactPage: `query ($q: String) { contactPage(q: $q) { total items { ${CONTACT_FIELDS} } } }`,
   contacts: `query ($after: String) { contacts(after: $after) { edges { cursor node { ${CONTACT_FIELDS} } } pageInfo { hasNextPage endCursor } } }`,
   tasks: `query ($date: Date!) { tasks(date: $date) { edges { cursor node { id title dueOn status } } pageInfo { hasNextPage endCursor } } }`,
+  tasksWithContact: `query ($date: Date!) { tasks(date: $date) { edges { cursor node { id title dueOn status contact { name } } } pageInfo { hasNextPage endCursor } } }`,
   contact: `query ($id: UUID!) { contact(id: $id) { ${CONTACT_FIELDS} tasks { id title dueOn status } } }`,
   version: '{ version }',
   contactDuplicates: `query ($id: UUID!) { contactDuplicates(id: $id) { score nameSimilarity contact { id name } } }`,
@@ -385,6 +396,11 @@ try {
       field: 'tasks',
       variables: { date: day?.due_on as string },
     },
+    {
+      name: `tasks(date: ${day?.due_on}) + contact name`,
+      field: 'tasksWithContact',
+      variables: { date: day?.due_on as string },
+    },
     { name: 'contact(id) + identities + tasks', field: 'contact', variables: { id: contactId } },
     { name: '{ version } with a token', field: 'version', variables: {} },
     {
@@ -410,6 +426,10 @@ try {
     process.env.BENCH_SVC_ROOT,
   );
   if (replicas) await new Promise((resolve) => setTimeout(resolve, 10_500));
+  // BENCH_BEFORE_ROOT: an earlier checkout's service as a column of the same run.
+  const before = process.env.BENCH_BEFORE_ROOT
+    ? await startServe({ SVC_DATABASE_URL: db.url }, process.env.BENCH_BEFORE_ROOT)
+    : null;
   const baseline = await spawnBaseline(db.url);
   const peer = peerQueries
     ? await spawnBaseline(db.url, 'scripts/bench/postgraphile-peer.mjs')
@@ -417,7 +437,7 @@ try {
   const graph = `${service.url}/api/graphql`;
   const headers = { authorization: `Bearer ${secret}` };
 
-  // Both answer every scenario, and with the same number of rows, before any load.
+  // The service and the floor answer every scenario with the same bytes, before any load.
   for (const s of scenarios) {
     const body = JSON.stringify({ query: queries[s.field], variables: s.variables });
     const init = {
@@ -425,18 +445,22 @@ try {
       headers: { 'content-type': 'application/json', ...headers },
       body,
     };
-    const fromService = (await (await fetch(graph, init)).json()) as {
-      data?: unknown;
-      errors?: unknown;
-    };
-    if (fromService.errors || !fromService.data) {
-      throw new Error(`${s.name}: ${JSON.stringify(fromService.errors)}`);
+    const fromService = await (await fetch(graph, init)).text();
+    const parsed = JSON.parse(fromService) as { data?: unknown; errors?: unknown };
+    if (parsed.errors || !parsed.data) {
+      throw new Error(`${s.name}: ${JSON.stringify(parsed.errors)}`);
     }
-    const fromBaseline = (await (await fetch(`${baseline.url}/${s.field}`, init)).json()) as {
-      data: unknown;
-    };
+    const fromBaseline = await (await fetch(`${baseline.url}/${s.field}`, init)).text();
+    const fromBefore = before
+      ? await (await fetch(`${before.url}/api/graphql`, init)).text()
+      : fromService;
+    if (fromBaseline !== fromService || fromBefore !== fromService) {
+      throw new Error(
+        `${s.name}: the floor's answer differs from the service's\n  service: ${fromService.slice(0, 400)}\n  floor:   ${fromBaseline.slice(0, 400)}\n  before:  ${fromBefore.slice(0, 400)}`,
+      );
+    }
     const size = (data: unknown) => JSON.stringify(data).match(/"id"/g)?.length ?? 0;
-    const total = (data: unknown) => /"total":(\d+)/.exec(JSON.stringify(data))?.[1] ?? '';
+    const total = /"total":(\d+)/.exec(fromService)?.[1];
     let fromPeer = '';
     const peerRequest = peerBody(s);
     if (peer && peerRequest) {
@@ -447,10 +471,10 @@ try {
         throw new Error(`${s.name} (PostGraphile): ${JSON.stringify(answer.errors)}`);
       }
       const peerTotal = /"contacts":"(\d+)"/.exec(JSON.stringify(answer.data))?.[1];
-      fromPeer = `, PostGraphile ${size(answer.data)} ids${peerTotal ? `, total ${peerTotal}` : ''}`;
+      fromPeer = `; PostGraphile ${size(answer.data)} ids${peerTotal ? `, total ${peerTotal}` : ''}`;
     }
     console.log(
-      `${s.name}: ${size(fromService.data)} ids${total(fromService.data) ? `, total ${total(fromService.data)}` : ''} (baseline ${size(fromBaseline.data)} ids${total(fromBaseline.data) ? `, total ${total(fromBaseline.data)}` : ''}${fromPeer})`,
+      `${s.name}: ${size(parsed.data)} ids${total ? `, total ${total}` : ''}, ${fromService.length} bytes, the floor's the same${fromPeer}`,
     );
   }
 
@@ -465,6 +489,10 @@ try {
   const peerRatios: Record<string, number[]> = {};
   /** The service's CPU time per request over the baseline's: 2.0 means twice the work. */
   const cpuRatios: Record<string, number[]> = {};
+  const beforeRatios: Record<string, number[]> = {};
+  const beforePeerRatios: Record<string, number[]> = {};
+  /** p99 of the service, the earlier service and PostGraphile, each round. */
+  const p99s: Record<string, string[]> = {};
   for (let round = 1; round <= ROUNDS; round += 1) {
     console.log(`round ${round} of ${ROUNDS}`);
     for (const s of scenarios) {
@@ -485,9 +513,24 @@ try {
         seconds,
         pid: service.child.pid as number,
       });
+      const earlier = before
+        ? await load(`before: ${s.name}`, {
+            url: `${before.url}/api/graphql`,
+            body,
+            headers,
+            connections,
+            seconds,
+            pid: before.child.pid as number,
+          })
+        : null;
       pairs[svc.name] = base;
       pairs[base.name] = base;
       rows.push(base, svc);
+      if (earlier) {
+        pairs[earlier.name] = base;
+        rows.push(earlier);
+        (beforeRatios[s.name] ??= []).push(earlier.requestsPerSecond / base.requestsPerSecond);
+      }
       (ratios[s.name] ??= []).push(svc.requestsPerSecond / base.requestsPerSecond);
       (cpuRatios[s.name] ??= []).push(
         (svc.cpuMicrosPerRequest ?? 0) / (base.cpuMicrosPerRequest ?? 1),
@@ -505,8 +548,12 @@ try {
         pairs[pgl.name] = base;
         rows.push(pgl);
         (peerRatios[s.name] ??= []).push(svc.requestsPerSecond / pgl.requestsPerSecond);
-        report([base, svc, pgl], base, pairs);
-      } else report([base, svc], base, pairs);
+        if (earlier) {
+          (beforePeerRatios[s.name] ??= []).push(earlier.requestsPerSecond / pgl.requestsPerSecond);
+        }
+        (p99s[s.name] ??= []).push(`${svc.p99}${earlier ? `/${earlier.p99}` : ''}/${pgl.p99}`);
+        report([base, svc, ...(earlier ? [earlier] : []), pgl], base, pairs);
+      } else report([base, svc, ...(earlier ? [earlier] : [])], base, pairs);
     }
   }
   console.log('\nservice / baseline (own processes), each round, and the spread:');
@@ -529,6 +576,22 @@ try {
       );
     }
   }
+  if (before) {
+    console.log('\nbefore (BENCH_BEFORE_ROOT) / baseline, each round:');
+    for (const [name, list] of Object.entries(beforeRatios)) {
+      console.log(`  ${name.padEnd(44)} ${list.map((ratio) => ratio.toFixed(2)).join(' ')}`);
+    }
+    console.log('\nbefore / PostGraphile, each round:');
+    for (const [name, list] of Object.entries(beforePeerRatios)) {
+      console.log(`  ${name.padEnd(44)} ${list.map((ratio) => ratio.toFixed(2)).join(' ')}`);
+    }
+  }
+  if (peer) {
+    console.log(`\np99 ms, service${before ? '/before' : ''}/PostGraphile, each round:`);
+    for (const [name, list] of Object.entries(p99s)) {
+      console.log(`  ${name.padEnd(44)} ${list.join('  ')}`);
+    }
+  }
   // A search box's wait: each search alone, one request at a time (warm: after its load).
   for (const s of scenarios.filter((one) => one.variables.q)) {
     const body = JSON.stringify({ query: queries[s.field], variables: s.variables });
@@ -548,10 +611,12 @@ try {
     );
   }
   console.log(`\nsvc serve peak memory: ${peakRss(service.child.pid as number)}`);
+  if (before) console.log(`before's peak memory: ${peakRss(before.child.pid as number)}`);
   if (!only) await definitionTimes(graph, headers);
   await baseline.close();
   await peer?.close();
   await service.stop();
+  await before?.stop();
 
   if (!only) await plans(db.url, workspaceId, [nameFragment, broadFragment, digitsFragment]);
   if (!only || scenarios.some((s) => s.field === 'contactDuplicates')) {

@@ -915,3 +915,18 @@ export async function selectDuplicates(
         ],
   );
 }
+
+const contactRow = jsonRows<Contact>(getTableColumns(contacts));
+
+/**
+ * The contact the outer `tasks` row of a statement names, as one JSON column (null for a
+ * task without one): a page of tasks and their contacts in one statement (the tasks
+ * domain's `Task.contact` reads ahead with it).
+ */
+export const contactOfTaskColumn = sql<unknown>`(select ${contactRow.row} from ${contacts}
+  where ${contacts.workspaceId} = "tasks"."workspace_id" and ${contacts.id} = "tasks"."contact_id")`;
+
+/** {@link contactOfTaskColumn}'s value as the contact's row, or null. */
+export function contactFromColumn(json: unknown): Contact | null {
+  return json ? (contactRow.revive([json])[0] ?? null) : null;
+}

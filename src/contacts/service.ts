@@ -327,10 +327,9 @@ export async function contactPage(
     timestamps: args.timestamps !== false,
     total: args.withTotal !== false,
   });
-  const items = args.identities
-    ? read.items.map((item) => primed(ctx, item as ContactWithIdentities))
-    : read.items;
-  return { items, total: read.total ?? 0, limit };
+  // Each item carries the identities read with it, which `Contact.identities` answers;
+  // the loader is not primed with them (a promise per contact for a page of 50).
+  return { items: read.items, total: read.total ?? 0, limit };
 }
 
 /**

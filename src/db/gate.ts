@@ -50,9 +50,10 @@ export interface QueryGate {
    * the pool and are cancelled, running or queued, when `signal` aborts. Raw `sql` is the
    * shared pool, ungated: request code writes through `db`.
    */
+  /** `signal` may be given as the function that makes it: called on the first statement. */
   forRequest(
     caller: string,
-    signal: AbortSignal,
+    signal: AbortSignal | (() => AbortSignal),
     /** The request's operation, for read routing (src/db/replicas.ts); ignored here. */
     operation?: () => RequestedOperation | null,
   ): Database;
@@ -201,13 +202,13 @@ export function createQueryGate(database: Database, options: QueryGateOptions): 
     });
   }
 
-  function forRequest(caller: string, signal: AbortSignal): Database {
+  function forRequest(caller: string, signal: AbortSignal | (() => AbortSignal)): Database {
     // Made on first use: an operation that runs no statement (`{ version }`) makes none.
     let db: Database['db'] | undefined;
     return {
       sql: database.sql,
       get db() {
-        return (db ??= requestDb(caller, signal));
+        return (db ??= requestDb(caller, typeof signal === 'function' ? signal() : signal));
       },
       close: () => Promise.resolve(),
     };

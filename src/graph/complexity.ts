@@ -124,7 +124,30 @@ export interface ComplexityLimitOptions {
  * `{ complexity, limit }`) answered with HTTP 429 and `Retry-After` (SPEC 7.2), and
  * `data: null` (SPEC 7.1).
  */
-export function useComplexityLimit(options: ComplexityLimitOptions): Plugin {
+export function useComplexityLimit(
+  options: ComplexityLimitOptions,
+  check: ComplexityCheck = complexityCheck(options),
+): Plugin {
+  return {
+    onExecute({ args, setResultAndStopExecution }) {
+      const refusal = check(args);
+      if (refusal) setResultAndStopExecution(refusal);
+    },
+    onSubscribe({ args, setResultAndStopExecution }) {
+      const refusal = check(args);
+      if (refusal) setResultAndStopExecution(refusal);
+    },
+  };
+}
+
+/** What {@link useComplexityLimit} checks: the refusal of a too costly operation, or undefined. */
+export type ComplexityCheck = (args: CheckedArgs) => ExecutionResult | undefined;
+
+/**
+ * The check of {@link useComplexityLimit}, with its cache of costs: shared with the graph's
+ * direct path (src/graph/direct.ts), which runs it before a cached operation.
+ */
+export function complexityCheck(options: ComplexityLimitOptions): ComplexityCheck {
   const limit = options.limit ?? 2500;
   // Yoga hands the same parsed document to every request of the same query text, so a
   // document's cost is walked once per operation name and variables (small ones only).
@@ -150,7 +173,7 @@ export function useComplexityLimit(options: ComplexityLimitOptions): Plugin {
     }
     return complexity;
   };
-  const check = (args: CheckedArgs): ExecutionResult | undefined => {
+  return (args) => {
     const complexity = complexityOf(args);
     if (complexity <= limit) return undefined;
     const error = refuse(
@@ -159,16 +182,6 @@ export function useComplexityLimit(options: ComplexityLimitOptions): Plugin {
       { http: { status: 429, headers: { 'Retry-After': String(options.retryAfterSeconds) } } },
     );
     return { data: null, errors: [error] };
-  };
-  return {
-    onExecute({ args, setResultAndStopExecution }) {
-      const refusal = check(args);
-      if (refusal) setResultAndStopExecution(refusal);
-    },
-    onSubscribe({ args, setResultAndStopExecution }) {
-      const refusal = check(args);
-      if (refusal) setResultAndStopExecution(refusal);
-    },
   };
 }
 

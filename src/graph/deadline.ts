@@ -9,13 +9,9 @@ export interface OperationDeadlineOptions {
   retryAfterSeconds: number;
 }
 
-/**
- * Ends a query or mutation that runs past its deadline (SPEC 8.1): the answer is a
- * refusal, and the context's signal aborts so resolvers and queries stop working on it.
- * Subscriptions are bounded by the stream lifetime instead.
- */
-export function useOperationDeadline(options: OperationDeadlineOptions): Plugin<Context> {
-  const expired = () => ({
+/** The answer of an operation past its deadline: the refusal, with `data: null`. */
+export function deadlineAnswer(options: OperationDeadlineOptions) {
+  return () => ({
     data: null,
     errors: [
       refuse(
@@ -25,6 +21,15 @@ export function useOperationDeadline(options: OperationDeadlineOptions): Plugin<
       ),
     ],
   });
+}
+
+/**
+ * Ends a query or mutation that runs past its deadline (SPEC 8.1): the answer is a
+ * refusal, and the context's signal aborts so resolvers and queries stop working on it.
+ * Subscriptions are bounded by the stream lifetime instead.
+ */
+export function useOperationDeadline(options: OperationDeadlineOptions): Plugin<Context> {
+  const expired = deadlineAnswer(options);
   return {
     onExecute({ args, executeFn, setExecuteFn }) {
       const ctx = args.contextValue as Context;

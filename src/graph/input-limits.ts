@@ -86,7 +86,32 @@ interface Analysis {
  * not, so a plugin's arguments are held as the core's are. The refusal names the argument
  * in its message, the field in `path` and the value in `locations`, with `data: null`.
  */
-export function useInputLimits(): Plugin {
+export function useInputLimits(check: InputLimitsCheck = inputLimitsCheck()): Plugin {
+  return {
+    onExecute({ args, setResultAndStopExecution }) {
+      const result = check(args);
+      if (result) setResultAndStopExecution(result);
+    },
+    onSubscribe({ args, setResultAndStopExecution }) {
+      const result = check(args);
+      if (result) setResultAndStopExecution(result);
+    },
+  };
+}
+
+/** What {@link useInputLimits} checks: the refusal of an operation's arguments, or undefined. */
+export type InputLimitsCheck = (args: {
+  schema: GraphQLSchema;
+  document: DocumentNode;
+  operationName?: string | null;
+  variableValues?: Record<string, unknown> | null;
+}) => { data: null; errors: AppError[] } | undefined;
+
+/**
+ * The check of {@link useInputLimits}, each document analysed once: shared with the graph's
+ * direct path (src/graph/direct.ts), which runs it before a cached operation.
+ */
+export function inputLimitsCheck(): InputLimitsCheck {
   const analyses = new WeakMap<DocumentNode, Map<string, Analysis>>();
 
   function analysisOf(schema: GraphQLSchema, document: DocumentNode, name?: string | null) {
@@ -100,26 +125,10 @@ export function useInputLimits(): Plugin {
     return analysis;
   }
 
-  function check(args: {
-    schema: GraphQLSchema;
-    document: DocumentNode;
-    operationName?: string | null;
-    variableValues?: Record<string, unknown> | null;
-  }) {
+  return (args) => {
     const analysis = analysisOf(args.schema, args.document, args.operationName);
     const refusal = analysis.refusal ?? variablesRefusal(analysis, args.variableValues ?? {});
     return refusal ? { data: null, errors: [refusal()] } : undefined;
-  }
-
-  return {
-    onExecute({ args, setResultAndStopExecution }) {
-      const result = check(args);
-      if (result) setResultAndStopExecution(result);
-    },
-    onSubscribe({ args, setResultAndStopExecution }) {
-      const result = check(args);
-      if (result) setResultAndStopExecution(result);
-    },
   };
 }
 

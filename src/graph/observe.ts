@@ -15,7 +15,7 @@ import { tracingOn } from '../tracing/tracing.js';
 type Outcome = 'ok' | 'refused' | 'unavailable' | 'internal';
 
 /** What the observer knows of one operation, from its parameters to its result. */
-interface Running {
+export interface Running {
   startedAt: number;
   operation: string;
   type: string;
@@ -36,9 +36,49 @@ export function callerKind(context: Partial<Pick<Context, 'actor'>>): string {
   return context.actor.token ? 'token' : 'session';
 }
 
-function named(document: DocumentNode, operationName: string | null | undefined) {
+export function named(document: DocumentNode, operationName: string | null | undefined) {
   const operation = getOperationAST(document, operationName);
   return { operation: operation?.name?.value ?? 'anonymous', type: operation?.operation ?? '' };
+}
+
+/** Records each operation's outcome: the observer plugin's, shared with the direct path. */
+export interface OperationRecorder {
+  /** The operation's name as a metric label (bounded). */
+  label(name: string): string;
+  /** Counts, times and (when refused) logs an operation that has its result. */
+  finished(entry: Running, errors: readonly GraphQLError[] | undefined, context: unknown): void;
+}
+
+export function operationRecorder(log: Logger): OperationRecorder {
+  return {
+    label: boundedLabel(),
+    finished(entry, errors, context) {
+      graphDuration.observe(
+        { operation: entry.operation },
+        (performance.now() - entry.startedAt) / 1000,
+      );
+      const outcome = outcomeOf(errors);
+      graphOperations.inc({ operation: entry.operation, type: entry.type, outcome });
+      if (outcome !== 'refused' || !errors) return;
+      for (const error of errors) {
+        graphRefusals.inc({
+          code: String(error.extensions?.code ?? ''),
+          reason: String(error.extensions?.reason ?? ''),
+        });
+      }
+      const [first] = errors;
+      ((context as Partial<Context>).log ?? log).debug(
+        {
+          reason: first?.extensions?.reason,
+          code: first?.extensions?.code,
+          ...(errors.length > 1 ? { errors: errors.length } : {}),
+          operation: entry.operation,
+          caller: callerKind(context as Partial<Context>),
+        },
+        'operation refused',
+      );
+    },
+  };
 }
 
 /**
@@ -48,8 +88,11 @@ function named(document: DocumentNode, operationName: string | null | undefined)
  * `error` by the masker (src/graph/error-shape.ts). With tracing on, the request's span
  * takes the operation's name.
  */
-export function useOperationObserver(log: Logger): Plugin<Context> {
-  const label = boundedLabel();
+export function useOperationObserver(
+  log: Logger,
+  recorder: OperationRecorder = operationRecorder(log),
+): Plugin<Context> {
+  const { label } = recorder;
   const running = new WeakMap<Request, Running>();
 
   function known(request: Request, document: DocumentNode, operationName?: string | null) {
@@ -76,36 +119,13 @@ export function useOperationObserver(log: Logger): Plugin<Context> {
       const entry = running.get(request);
       if (!entry) return;
       running.delete(request);
-      graphDuration.observe(
-        { operation: entry.operation },
-        (performance.now() - entry.startedAt) / 1000,
-      );
       const errors =
         !result || isAsyncIterable(result)
           ? undefined
           : Array.isArray(result)
             ? result.flatMap((one) => one.errors ?? [])
             : result.errors;
-      const outcome = outcomeOf(errors);
-      graphOperations.inc({ operation: entry.operation, type: entry.type, outcome });
-      if (outcome !== 'refused' || !errors) return;
-      for (const error of errors) {
-        graphRefusals.inc({
-          code: String(error.extensions?.code ?? ''),
-          reason: String(error.extensions?.reason ?? ''),
-        });
-      }
-      const [first] = errors;
-      ((context as Partial<Context>).log ?? log).debug(
-        {
-          reason: first?.extensions?.reason,
-          code: first?.extensions?.code,
-          ...(errors.length > 1 ? { errors: errors.length } : {}),
-          operation: entry.operation,
-          caller: callerKind(context as Partial<Context>),
-        },
-        'operation refused',
-      );
+      recorder.finished(entry, errors, context);
     },
   };
 }

@@ -50,16 +50,27 @@ function readAheadFields(type: GraphQLObjectType): [GraphQLField<unknown, unknow
 }
 
 /**
- * The read-aheads of the fields the field being resolved selects of its own type. A
- * field selected twice (aliases) with different arguments, or with arguments its
- * read-ahead refuses, is left to its resolver, which reads or refuses it where it is.
+ * The read-aheads of the fields the field being resolved selects of its own type, or of
+ * the type at `path` below it (`'edges', 'node'` for a connection's rows). A field
+ * selected twice (aliases) with different arguments, or with arguments its read-ahead
+ * refuses, is left to its resolver, which reads or refuses it where it is.
  */
-export function readAheadsSelected(info: GraphQLResolveInfo, ctx: Context): ReadAheadChoice[] {
-  const type = getNamedType(info.returnType);
+export function readAheadsSelected(
+  info: GraphQLResolveInfo,
+  ctx: Context,
+  ...path: string[]
+): ReadAheadChoice[] {
+  let type = getNamedType(info.returnType);
+  for (const name of path) {
+    if (!isObjectType(type)) return [];
+    const field = type.getFields()[name];
+    if (!field) return [];
+    type = getNamedType(field.type);
+  }
   if (!isObjectType(type)) return [];
   const chosen: ReadAheadChoice[] = [];
   for (const [field, readAhead] of readAheadFields(type)) {
-    const nodes = selected(info, field.name);
+    const nodes = selected(info, ...path, field.name);
     if (nodes.length === 0) continue;
     try {
       const each = nodes.map((node) =>

@@ -22,13 +22,37 @@ export function selects(info: GraphQLResolveInfo, ...path: string[]): boolean {
   return selected(info, ...path).length > 0;
 }
 
+/**
+ * What {@link selected} found, by the first node of the field being resolved and the path:
+ * documents are parsed once and reused, so a field asks the same of every request.
+ */
+const found = new WeakMap<
+  FieldNode,
+  Map<string, { from: readonly FieldNode[]; nodes: readonly FieldNode[] }>
+>();
+
+function sameNodes(a: readonly FieldNode[], b: readonly FieldNode[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i += 1) if (a[i] !== b[i]) return false;
+  return true;
+}
+
 /** The nodes of the fields at `path` below the field being resolved (see {@link selects}). */
 export function selected(info: GraphQLResolveInfo, ...path: string[]): readonly FieldNode[] {
+  const first = info.fieldNodes[0];
+  if (!first) return [];
+  let byPath = found.get(first);
+  if (!byPath) found.set(first, (byPath = new Map()));
+  const key = path.join('.');
+  const known = byPath.get(key);
+  // The same nodes (a field merged from others is a different set, with variables' skips).
+  if (known && sameNodes(known.from, info.fieldNodes)) return known.nodes;
   let nodes: readonly FieldNode[] = info.fieldNodes;
   for (const name of path) {
     nodes = nodes.flatMap((node) => fieldsNamed(info, node.selectionSet, name));
-    if (nodes.length === 0) return nodes;
+    if (nodes.length === 0) break;
   }
+  byPath.set(key, { from: info.fieldNodes, nodes });
   return nodes;
 }
 

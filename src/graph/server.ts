@@ -11,11 +11,12 @@ import {
 import type { Config } from '../config.js';
 import type { Context } from '../context.js';
 import type { Logger } from '../log.js';
-import { useComplexityLimit } from './complexity.js';
+import { complexityCheck, useComplexityLimit } from './complexity.js';
+import { createDirectPath, type DirectPath } from './direct.js';
 import { useDocumentCache } from './document-cache.js';
 import { useDocumentLimits } from './document-limits.js';
 import { ROOT_COSTS } from './costs.js';
-import { useInputLimits } from './input-limits.js';
+import { inputLimitsCheck, useInputLimits } from './input-limits.js';
 import { useOperationDeadline } from './deadline.js';
 import { useCompiledQueries } from './compiled-queries.js';
 import { createErrorMasker, useRequestErrorShape, withNullData } from './error-shape.js';
@@ -25,7 +26,7 @@ import { useSuggestionGate } from './suggestions.js';
 import { yogaLogger } from './yoga-log.js';
 import { useOpenTelemetry } from '@envelop/opentelemetry';
 import { SpanKind } from '@opentelemetry/api';
-import { useOperationObserver } from './observe.js';
+import { operationRecorder, useOperationObserver, type OperationRecorder } from './observe.js';
 import { tracerProvider } from '../tracing/tracing.js';
 import { useResolverSpans } from '../tracing/statements.js';
 import {
@@ -59,7 +60,7 @@ export interface GraphServer {
   answerJson(
     operation: JsonOperation,
     mediaType: JsonMediaType,
-    request: Request,
+    request: () => Request,
     context: GraphServerContext,
   ): Promise<JsonAnswer>;
 }
@@ -72,21 +73,59 @@ export type JsonAnswer = { text: string; contentType: string } | { response: Res
  * in the HTTP layer before Yoga reads anything.
  */
 export function createGraphServer(schema: GraphQLSchema, config: Config, log: Logger): GraphServer {
+  const retryAfterSeconds = Math.max(1, Math.ceil(config.graph.retryAfterMs / 1000));
+  const recorder = operationRecorder(log);
+  const tracing = tracingPlugins();
+  const checks: Checks = {
+    recorder,
+    inputLimits: inputLimitsCheck(),
+    complexity: complexityCheck({
+      defaultPageSize: config.graph.pageSize,
+      retryAfterSeconds,
+      rootCosts: ROOT_COSTS,
+    }),
+  };
+  // With tracing on, every operation takes Yoga's path, which makes its spans.
+  const direct =
+    tracing.length === 0
+      ? createDirectPath({
+          schema,
+          ...checks,
+          deadline: { timeoutMs: config.graph.operationTimeoutMs, retryAfterSeconds },
+        })
+      : null;
   // What createYoga does, keeping the server beside its adapter.
-  const yoga = new YogaServer<GraphServerContext, Context>(yogaOptions(schema, config, log));
+  const yoga = new YogaServer<GraphServerContext, Context>(
+    yogaOptions(schema, config, log, { ...checks, tracing, direct }),
+  );
   const adapter = createServerAdapter(yoga as never, {
     fetchAPI: yoga.fetchAPI,
     plugins: (yoga as unknown as { plugins: [] }).plugins,
   }) as unknown as YogaInstance;
+  const toResponse = (
+    result: ExecutionResult | AsyncIterable<ExecutionResult>,
+    mediaType: string,
+  ) => {
+    const shaped = isAsyncIterable(result) ? result : withNullData(result);
+    return { response: processRegularResult(shaped as never, yoga.fetchAPI, mediaType) };
+  };
   return {
     fetch: adapter.fetch,
     fetchAPI: adapter.fetchAPI,
     // Yoga's handler asks the adapter's `waitUntil` of its context; nothing here uses it.
     handleOperation: async (request, context) => yoga.handle(request, context as never),
     async answerJson(operation, mediaType, request, context) {
+      const contentType = `${mediaType}; charset=utf-8`;
+      // A query a signed-in caller sent before, without Yoga's pipeline (direct.ts).
+      if (direct && context.actor) {
+        const answer = await direct.run(operation, context as Context);
+        if (answer && 'result' in answer)
+          return { text: JSON.stringify(answer.result), contentType };
+        if (answer) return toResponse(answer.expired, mediaType);
+      }
       const result = (await yoga.getResultForParams(
         // Yoga's JSON parser hands on the body as it is, nulls included.
-        { params: operation as GraphQLParams, request },
+        { params: operation as GraphQLParams, request: request() },
         context as never,
       )) as ExecutionResult | AsyncIterable<ExecutionResult>;
       // What Yoga's result processing does with a single result (processResult: our
@@ -94,20 +133,33 @@ export function createGraphServer(schema: GraphQLSchema, config: Config, log: Lo
       // when there is nothing but data to write. A non-streaming request never gets an
       // event stream here: subscriptions refuse it.
       if (isAsyncIterable(result) || result.errors?.length || result.extensions?.http) {
-        const shaped = isAsyncIterable(result) ? result : withNullData(result);
-        return { response: processRegularResult(shaped as never, yoga.fetchAPI, mediaType) };
+        return toResponse(result, mediaType);
       }
-      return { text: JSON.stringify(result), contentType: `${mediaType}; charset=utf-8` };
+      direct?.learn(operation, context as Context);
+      return { text: JSON.stringify(result), contentType };
     },
   };
+}
+
+/** The checks and the recorder Yoga's plugins and the direct path share. */
+interface Checks {
+  recorder: OperationRecorder;
+  inputLimits: ReturnType<typeof inputLimitsCheck>;
+  complexity: ReturnType<typeof complexityCheck>;
 }
 
 function yogaOptions(
   schema: GraphQLSchema,
   config: Config,
   log: Logger,
+  shared: Checks & { tracing: ReturnType<typeof tracingPlugins>; direct: DirectPath | null },
 ): YogaServerOptions<GraphServerContext, Context> {
   const retryAfterSeconds = Math.max(1, Math.ceil(config.graph.retryAfterMs / 1000));
+  const complexityOptions = {
+    defaultPageSize: config.graph.pageSize,
+    retryAfterSeconds,
+    rootCosts: ROOT_COSTS,
+  };
   return {
     schema,
     graphqlEndpoint: GRAPH_PATH,
@@ -128,17 +180,13 @@ function yogaOptions(
     plugins: [
       // First, so its requests (PUT, DELETE, or carrying a stream token) reach nothing else.
       useSingleConnectionSse(GRAPH_PATH),
-      useOperationObserver(log),
-      ...tracingPlugins(),
+      useOperationObserver(log, shared.recorder),
+      ...shared.tracing,
       useRequestErrorShape(),
       useDocumentLimits(),
       useIntrospectionGate({ allowAnonymous: config.server.devGraphiql }),
-      useInputLimits(),
-      useComplexityLimit({
-        defaultPageSize: config.graph.pageSize,
-        retryAfterSeconds,
-        rootCosts: ROOT_COSTS,
-      }),
+      useInputLimits(shared.inputLimits),
+      useComplexityLimit(complexityOptions, shared.complexity),
       // Before the deadline, which then bounds a compiled run and any run again.
       useCompiledQueries(),
       useOperationDeadline({ timeoutMs: config.graph.operationTimeoutMs, retryAfterSeconds }),
@@ -146,6 +194,7 @@ function yogaOptions(
       useDocumentCache(),
       // After the cache, which keeps validation's result as made, for every caller.
       useSuggestionGate({ allowAnonymous: config.server.devGraphiql }),
+      ...(shared.direct ? [shared.direct.plugin] : []),
     ],
   };
 }

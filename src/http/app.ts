@@ -36,11 +36,31 @@ export function routeOf(path: string): string {
   return path === '/api' || path.startsWith('/api/') ? 'api' : 'web';
 }
 
+/**
+ * The request's path as URL parsing gives it; the graph's own path, the common request,
+ * without parsing.
+ */
+function pathOf(target: string | undefined): string {
+  if (target === GRAPH_PATH) return GRAPH_PATH;
+  return new URL(target ?? '/', 'http://localhost').pathname;
+}
+
+/** The route an answer counts under, kept on its response (no closure per request). */
+const ROUTE = Symbol('route');
+
+/** The 'finish' listener of {@link countAnswer}, one for every response. */
+function countFinished(this: ServerResponse & { [ROUTE]?: string }): void {
+  const status =
+    STATUS_CLASSES[Math.floor(this.statusCode / 100)] ?? `${Math.floor(this.statusCode / 100)}xx`;
+  httpRequests.inc({ route: this[ROUTE] ?? 'web', status });
+}
+
+const STATUS_CLASSES = ['0xx', '1xx', '2xx', '3xx', '4xx', '5xx'];
+
 /** Counts the answer by route and status class once it is written. */
 function countAnswer(res: ServerResponse, route: string): void {
-  res.once('finish', () =>
-    httpRequests.inc({ route, status: `${Math.floor(res.statusCode / 100)}xx` }),
-  );
+  (res as ServerResponse & { [ROUTE]?: string })[ROUTE] = route;
+  res.once('finish', countFinished);
 }
 
 /**
@@ -120,9 +140,8 @@ export function createApp(deps: AppDeps): App {
     log,
   });
 
-  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const url = new URL(req.url ?? '/', 'http://localhost');
-    const path = url.pathname;
+  async function handle(req: IncomingMessage, res: ServerResponse, path: string): Promise<void> {
+    const url = () => new URL(req.url ?? '/', 'http://localhost');
     // SPEC 5: a browser write from another origin is refused before anything reads it;
     // an origin SVC_CORS_ORIGINS lists counts as the service's own. The graph judges a
     // write by its operation, once it holds the body (graph-route.ts).
@@ -140,7 +159,7 @@ export function createApp(deps: AppDeps): App {
     if (path === MCP_PATH) return serveMcp(req, res, client);
     if (path === '/api/healthz') return sendJson(res, 200, { status: 'ok' });
     if (path === '/api/readyz') return ready(res);
-    if (path.startsWith(PLUGIN_ROUTE_PREFIX)) return pluginRouter(req, res, url);
+    if (path.startsWith(PLUGIN_ROUTE_PREFIX)) return pluginRouter(req, res, url());
     if (config.server.devGraphiql && isInteractiveAsset(path)) {
       return sendInteractiveAsset(req, res, path);
     }
@@ -155,10 +174,13 @@ export function createApp(deps: AppDeps): App {
     handle: async (req, res) => {
       // While draining, each answer tells its client to reconnect (to another process).
       if (deps.isShuttingDown()) res.setHeader('connection', 'close');
-      const route = routeOf(new URL(req.url ?? '/', 'http://localhost').pathname);
+      const path = pathOf(req.url);
+      const route = routeOf(path);
       countAnswer(res, route);
       try {
-        await serverSpan(req, res, route, () => handle(req, res));
+        await (tracingOn()
+          ? serverSpan(req, res, route, () => handle(req, res, path))
+          : handle(req, res, path));
       } catch (error) {
         // A client that went away, or was cut off by the read timeout, before its whole
         // request arrived is not a failure of the service, and has nobody left to answer.

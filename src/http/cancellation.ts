@@ -10,24 +10,47 @@ export function createCancellation(shutdownSignal: AbortSignal) {
   shutdownSignal.addEventListener('abort', () => {
     for (const controller of open) controller.abort(shutdownSignal.reason);
   });
-  return {
-    begin(res: ServerResponse): AbortController {
-      const controller = new AbortController();
-      if (shutdownSignal.aborted) {
-        controller.abort(shutdownSignal.reason);
-        return controller;
-      }
-      // A client gone before this point (while its body was read) fired 'close' already.
-      if (res.closed && !res.writableFinished) {
-        controller.abort();
-        return controller;
-      }
-      open.add(controller);
-      res.once('close', () => {
-        open.delete(controller);
-        if (!res.writableFinished) controller.abort();
-      });
+  function begin(res: ServerResponse): AbortController {
+    const controller = new AbortController();
+    if (shutdownSignal.aborted) {
+      controller.abort(shutdownSignal.reason);
       return controller;
+    }
+    // A client gone before this point (while its body was read) fired 'close' already.
+    if (res.closed && !res.writableFinished) {
+      controller.abort();
+      return controller;
+    }
+    open.add(controller);
+    res.once('close', () => {
+      open.delete(controller);
+      if (!res.writableFinished) controller.abort();
+    });
+    return controller;
+  }
+  return {
+    begin,
+    /**
+     * The request's controller made on first use: a request that never reads its signal
+     * and is never cancelled (`{ version }`, no statement) makes none. Made late, it is
+     * aborted at once if the client went away or shutdown began meanwhile, as `begin` is.
+     */
+    lazy(res: ServerResponse): LazyCancellation {
+      let controller: AbortController | undefined;
+      return {
+        get signal() {
+          return (controller ??= begin(res)).signal;
+        },
+        abort(reason) {
+          (controller ??= begin(res)).abort(reason);
+        },
+      };
     },
   };
+}
+
+/** A request's cancellation whose AbortController is made when first read. */
+export interface LazyCancellation {
+  readonly signal: AbortSignal;
+  abort(reason?: unknown): void;
 }

@@ -33,11 +33,13 @@ import {
 } from './single-connection.js';
 import { asksForInteractivePage, sendInteractivePage } from './interactive-page-route.js';
 import {
+  headerRecord,
   readBody,
   sendJson,
   sendJsonText,
   sendWebResponse,
   toWebRequest,
+  type SendOptions,
 } from './node-fetch-bridge.js';
 
 export interface GraphRouteDeps {
@@ -223,9 +225,13 @@ export function createGraphRoute(deps: GraphRouteDeps) {
   return async function serveGraph(
     req: IncomingMessage,
     res: ServerResponse,
-    url: URL,
+    urlOf: () => URL,
     clientAddress: string,
   ): Promise<void> {
+    // The request's URL is parsed only when something reads it (a GET's query, a stream
+    // token in the query string): a POST to the graph's path needs none.
+    let parsed: URL | undefined;
+    const url = () => (parsed ??= urlOf());
     if (applyCors(req, res, config.server.corsOrigins)) return;
     if (config.server.devGraphiql && asksForInteractivePage(req)) {
       return sendInteractivePage(req, res);
@@ -273,7 +279,7 @@ export function createGraphRoute(deps: GraphRouteDeps) {
     // With SVC_DEV_GRAPHIQL the interactive page reads the schema before anyone signs in:
     // its introspection query passes the anonymous token, query and answer caps (still
     // held to the anonymous body cap and slots). Without it, nothing here changes.
-    const schemaOnly = !actor && config.server.devGraphiql && asksOnlyForSchema(url, read);
+    const schemaOnly = !actor && config.server.devGraphiql && asksOnlyForSchema(url(), read);
     if (!actor) {
       const refusal =
         anonymousBodyRefusal({
@@ -284,7 +290,7 @@ export function createGraphRoute(deps: GraphRouteDeps) {
         (schemaOnly
           ? null
           : anonymousQueryRefusal(
-              requestedOperation(url, read)?.query ?? '',
+              requestedOperation(url(), read)?.query ?? '',
               config.graph.anonymous,
             ));
       if (refusal) return graphRefusal(res, 200, refusal);
@@ -305,32 +311,46 @@ export function createGraphRoute(deps: GraphRouteDeps) {
         // graphql-sse registers the token the request carries: always one minted here.
         req.headers[STREAM_TOKEN_HEADER] = reserved;
       }
-      const controller = deps.cancellation.begin(res);
-      if (step?.kind === 'connect' && actor) holdConnection(actor, step.token, controller);
-      // Yoga's own Request class keeps a buffered body as it is; undici's would wrap it in
-      // a stream. Only a stream needs the request's signal (Yoga ends a subscription with it).
-      const request = toWebRequest(
-        req,
-        url,
-        read,
-        streaming ? controller.signal : null,
-        deps.graph.fetchAPI.Request,
-      );
+      // Only a stream or a single-connection step needs its controller at once; any other
+      // request makes it when something reads its signal or cancels it (a statement, the
+      // deadline): `{ version }` makes none.
+      const controller =
+        streaming || step ? deps.cancellation.begin(res) : deps.cancellation.lazy(res);
+      if (step?.kind === 'connect' && actor) {
+        holdConnection(actor, step.token, controller as AbortController);
+      }
+      // The request's fields as Yoga's Headers (read lazily, from a record); the Request
+      // itself is made only for Yoga. Yoga's own Request class keeps a buffered body as it
+      // is; undici's would wrap it in a stream. Only a stream needs the request's signal
+      // (Yoga ends a subscription with it).
+      const requestHeaders = new deps.graph.fetchAPI.Headers(headerRecord(req));
+      const request = () =>
+        toWebRequest(
+          req,
+          url(),
+          read,
+          streaming ? controller.signal : null,
+          deps.graph.fetchAPI.Request,
+          requestHeaders,
+        );
       const requestId = randomUUID();
       const responseCookies: string[] = [];
       const context = createContext({
         config,
-        database: deps.gate.forRequest(callerKey(actor, clientAddress), controller.signal, () =>
-          requestedOperation(url, read),
+        database: deps.gate.forRequest(
+          callerKey(actor, clientAddress),
+          () => controller.signal,
+          () => requestedOperation(url(), read),
         ),
         log: () => log.child({ requestId }),
         requestId,
         actor,
         access: deps.access,
         clientAddress,
-        headers: request.headers,
+        headers: requestHeaders,
         responseCookies,
-        signal: controller.signal,
+        // Replaced by a getter below: the signal is made when first read.
+        signal: undefined as unknown as AbortSignal,
         cancel: (reason) => controller.abort(reason),
         events: deps.events,
         ...(step?.kind === 'operate' && actor
@@ -342,30 +362,34 @@ export function createGraphRoute(deps: GraphRouteDeps) {
             }
           : {}),
       });
-      const sendOptions = {
-        cookies: responseCookies,
-        ...(actor || schemaOnly
-          ? {}
+      Object.defineProperty(context, 'signal', {
+        get: () => controller.signal,
+        enumerable: true,
+      });
+      const sendOptions: SendOptions =
+        actor || schemaOnly
+          ? { cookies: responseCookies }
           : {
+              cookies: responseCookies,
               cap: {
                 maxBytes: config.graph.anonymous.answerMaxBytes,
                 replacement: answerTooLargeBody,
               },
-            }),
-      };
+            };
       // The common request, one operation POSTed as JSON for a JSON answer, runs Yoga's
-      // operation pipeline without its request parsing and Response objects.
+      // operation pipeline without its request parsing and Response objects, or (a query
+      // a signed-in caller sent before) the graph's direct path (src/graph/direct.ts).
       const operation = streaming || step ? null : jsonOperation(req.headers['content-type'], read);
       const mediaType = operation && jsonMediaType(req.headers.accept);
       if (operation && mediaType) {
         const answer = await deps.graph.answerJson(operation, mediaType, request, context);
         if ('response' in answer) return await sendWebResponse(res, answer.response, sendOptions);
-        return await sendJsonText(res, answer.text, answer.contentType, sendOptions);
+        return sendJsonText(res, answer.text, answer.contentType, sendOptions);
       }
       // Anything else straight to Yoga's handler; a stream, and graphql-sse's
       // single-connection steps (an adapter request hook serves them), through its adapter.
       const response = await (streaming || step ? deps.graph.fetch : deps.graph.handleOperation)(
-        request,
+        request(),
         context,
       );
       if (reserved && response.status !== 201) reservations.drop(reserved);

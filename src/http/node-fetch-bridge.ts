@@ -9,20 +9,47 @@ import {
 } from './compression.js';
 
 /** Reads a request body, stopping as soon as it passes `maxBytes`. */
-export async function readBody(
-  req: IncomingMessage,
-  maxBytes: number,
-): Promise<Buffer | 'too-large'> {
+export function readBody(req: IncomingMessage, maxBytes: number): Promise<Buffer | 'too-large'> {
   const declared = Number(req.headers['content-length']);
-  if (Number.isFinite(declared) && declared > maxBytes) return 'too-large';
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > maxBytes) return 'too-large';
-    chunks.push(chunk);
-  }
-  return chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size);
+  if (Number.isFinite(declared) && declared > maxBytes) return Promise.resolve('too-large');
+  // Listeners rather than the stream's async iterator, which costs a promise per chunk.
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > maxBytes) {
+        done();
+        // As leaving the iterator did: the rest of the body is not read.
+        req.destroy();
+        resolve('too-large');
+        return;
+      }
+      chunks.push(chunk);
+    };
+    const onEnd = () => {
+      done();
+      resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size));
+    };
+    const onError = (error: Error) => {
+      done();
+      reject(error);
+    };
+    const onClose = () => {
+      done();
+      reject(Object.assign(new Error('aborted'), { code: 'ECONNRESET' }));
+    };
+    function done() {
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('error', onError);
+      req.off('close', onClose);
+    }
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('error', onError);
+    req.on('close', onClose);
+  });
 }
 
 export function webHeaders(req: IncomingMessage): Headers {
@@ -40,7 +67,7 @@ export function webHeaders(req: IncomingMessage): Headers {
  * all but a few). Yoga's Request class reads a record lazily; a Headers built here would
  * be copied into its own on first read.
  */
-function headerRecord(req: IncomingMessage): Record<string, string> {
+export function headerRecord(req: IncomingMessage): Record<string, string> {
   const record: Record<string, string> = {};
   for (const [name, value] of Object.entries(req.headers)) {
     if (value !== undefined) record[name] = Array.isArray(value) ? value.join(', ') : value;
@@ -54,10 +81,11 @@ export function toWebRequest(
   body: Buffer | null,
   signal: AbortSignal | null,
   RequestClass: typeof Request = Request,
+  headers?: Headers,
 ): Request {
   return new RequestClass(url, {
     method: req.method,
-    headers: RequestClass === Request ? webHeaders(req) : headerRecord(req),
+    headers: headers ?? (RequestClass === Request ? webHeaders(req) : headerRecord(req)),
     // A Buffer is a Uint8Array; the DOM typings only want an ArrayBuffer-backed one.
     body: body && body.length > 0 ? (body as unknown as BodyInit) : null,
     ...(signal ? { signal } : {}),
@@ -142,15 +170,18 @@ async function sendWhole(
   await writeWhole(res, response.status, headers, body, isJson, cap);
 }
 
-/** Writes `body` with its length, held to `cap` if JSON, compressed when worth it. */
-async function writeWhole(
+/**
+ * Writes `body` with its length, held to `cap` if JSON, compressed when worth it: at once
+ * when not compressed (no promise to wait on).
+ */
+function writeWhole(
   res: ServerResponse,
   status: number,
   headers: NodeHeaders,
   body: Buffer | string | null,
   isJson: boolean,
   cap: SendOptions['cap'],
-): Promise<void> {
+): Promise<void> | undefined {
   let length = typeof body === 'string' ? Buffer.byteLength(body) : (body?.length ?? 0);
   if (body !== null && cap && isJson && length > cap.maxBytes) {
     body = JSON.stringify(cap.replacement());
@@ -158,28 +189,33 @@ async function writeWhole(
     headers['content-type'] = 'application/json; charset=utf-8';
   }
   if (body !== null && worthCompressing(String(headers['content-type'] ?? ''), length)) {
-    body = await encoded(res, headers, typeof body === 'string' ? Buffer.from(body) : body);
-    length = body.length;
+    const plain = typeof body === 'string' ? Buffer.from(body) : body;
+    return encoded(res, headers, plain).then((coded) => {
+      headers['content-length'] = String(coded.length);
+      res.writeHead(status, headers);
+      res.end(coded);
+    });
   }
   headers['content-length'] = String(length);
   res.writeHead(status, headers);
   res.end(body);
+  return undefined;
 }
 
 /**
  * Writes a JSON answer made as text (the graph's answer without errors): with its
  * cookies, held to `cap`, compressed when worth it, as {@link sendWebResponse} writes
- * the same answer as a Response.
+ * the same answer as a Response. Written at once unless compressed.
  */
-export async function sendJsonText(
+export function sendJsonText(
   res: ServerResponse,
   text: string,
   contentType: string,
   options: Omit<SendOptions, 'sized'> = {},
-): Promise<void> {
+): Promise<void> | undefined {
   const headers: NodeHeaders = { 'content-type': contentType };
   if (options.cookies?.length) headers['set-cookie'] = [...options.cookies];
-  await writeWhole(res, 200, headers, text, true, options.cap);
+  return writeWhole(res, 200, headers, text, true, options.cap);
 }
 
 /**

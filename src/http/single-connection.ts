@@ -30,12 +30,15 @@ function headerValue(value: string | string[] | undefined): string | undefined {
  * operation, no token) stays with Yoga's own SSE. "Connect" is graphql-sse's own test: an
  * Accept of exactly `text/event-stream`.
  */
-export function singleConnectionStep(req: IncomingMessage, url: URL): SingleConnectionStep | null {
+export function singleConnectionStep(
+  req: IncomingMessage,
+  url: () => URL,
+): SingleConnectionStep | null {
   if (req.method === 'PUT') return { kind: 'reserve' };
   const token =
     headerValue(req.headers[STREAM_TOKEN_HEADER]) ??
-    // A URL's searchParams are built on first read: most requests have no query string.
-    (url.search ? url.searchParams.get(STREAM_TOKEN_QUERY) : null) ??
+    // The URL is parsed only for a query string: most requests have none.
+    (req.url?.includes('?') ? url().searchParams.get(STREAM_TOKEN_QUERY) : null) ??
     undefined;
   if (req.method === 'DELETE') return { kind: 'stop', token: token ?? '' };
   if (!token) return null;

@@ -20,7 +20,8 @@ import { costs } from '../graph/complexity.js';
 import { WRITE } from '../graph/costs.js';
 import { limited } from '../graph/input-limits.js';
 import type { Context } from '../context.js';
-import type { ReadAhead } from '../graph/read-ahead.js';
+import { readAheadsSelected, type ReadAhead } from '../graph/read-ahead.js';
+import { contactFromColumn, contactOfTaskColumn } from '../contacts/queries.js';
 import { TEXT_MAX } from '../limits.js';
 import { pageSize } from '../paging/index.js';
 
@@ -28,6 +29,21 @@ export const TaskObject = builder.objectRef<Task>('Task');
 
 /** The fields a list of tasks reads only when the operation asks one of them. */
 const TIMESTAMP_FIELDS = ['createdAt', 'updatedAt', 'completedAt'];
+
+/**
+ * `tasks(...) { edges { node { contact } } }` reads each task's contact in the list's
+ * statement: the column rides on each task's row, and `Task.contact` answers it from
+ * there (no loader, no promise per task); nothing to prime.
+ */
+const contactReadAhead: ReadAhead = {
+  name: 'contactRead',
+  column: contactOfTaskColumn,
+  values: () => ({}),
+  prime: () => {},
+};
+
+/** A task as a list read it, with its contact read ahead when the operation asked. */
+type ListedTask = Task & { contactRead?: unknown };
 
 /** The stored row behind a task read without its timestamps. */
 async function stored(task: Task, ctx: Context): Promise<Task> {
@@ -49,9 +65,13 @@ TaskObject.implement({
     contact: t.field({
       type: ContactObject,
       nullable: true,
-      // The contacts domain's loader: every task of a page is resolved in one read.
-      resolve: (task, _args, ctx) =>
-        task.contactId ? ctx.loaders.of(contactLoaders).contacts.load(task.contactId) : null,
+      // The contacts domain's loader: every task of a page is resolved in one read, and a
+      // list of tasks reads their contacts in its own statement (contactReadAhead).
+      extensions: { readAhead: contactReadAhead },
+      resolve: (task: ListedTask, _args, ctx) => {
+        if (task.contactRead !== undefined) return contactFromColumn(task.contactRead);
+        return task.contactId ? ctx.loaders.of(contactLoaders).contacts.load(task.contactId) : null;
+      },
     }),
     assigneeId: t.expose('assigneeId', { type: 'UUID', description: 'The owner of the task.' }),
     originSource: t.exposeString('originSource', {
@@ -157,7 +177,10 @@ builder.queryFields((t) => ({
     },
     resolve: (_root, args, ctx, info) => {
       const asked = fieldsAskedOf(info, 'Task');
-      return listTasks(ctx, args, { timestamps: TIMESTAMP_FIELDS.some((f) => asked.has(f)) });
+      return listTasks(ctx, args, {
+        timestamps: TIMESTAMP_FIELDS.some((f) => asked.has(f)),
+        readAheads: readAheadsSelected(info, ctx, 'edges', 'node'),
+      });
     },
   }),
 }));

@@ -114,21 +114,38 @@ export function selectAssigneeTasks(
     limit: number;
     /** Read the tasks' created, updated and completed times. @default true */
     timestamps?: boolean;
+    /**
+     * Other domains' columns over each task row, each the row's property of its name (a
+     * task's contact, read ahead for `Task.contact`); their placeholders take no values.
+     */
+    columns?: readonly TaskColumn[];
   },
-): Promise<Task[]> {
+): Promise<(Task & Record<string, unknown>)[]> {
   const { filter, after } = args;
+  const columns = args.columns ?? [];
   const shape: AssigneeShape = `${filter.kind}-${args.status === null ? 'any' : 'status'}-${
     !after ? 'first' : after.dueOn === null ? 'undated' : 'dated'
-  }-${args.timestamps === false ? 'untimed' : 'timed'}`;
-  return assigneeTasks(db, shape, {
-    workspaceId: args.workspaceId,
-    assigneeId: args.assigneeId,
-    filter: filter.kind === 'contactId' ? filter.contactId : filter.date,
-    status: args.status,
-    afterDue: after?.dueOn ?? null,
-    afterId: after?.id ?? null,
-    limit: args.limit,
-  });
+  }-${args.timestamps === false ? 'untimed' : 'timed'}${columns.map((c) => `-${c.name}`).join('')}`;
+  return assigneeTasks(
+    db,
+    shape,
+    {
+      workspaceId: args.workspaceId,
+      assigneeId: args.assigneeId,
+      filter: filter.kind === 'contactId' ? filter.contactId : filter.date,
+      status: args.status,
+      afterDue: after?.dueOn ?? null,
+      afterId: after?.id ?? null,
+      limit: args.limit,
+    },
+    columns,
+  );
+}
+
+/** A column another domain reads over a task row (see `selectAssigneeTasks`). */
+export interface TaskColumn {
+  name: string;
+  column: SQL;
 }
 
 /**
@@ -136,7 +153,7 @@ export function selectAssigneeTasks(
  * and whether it reads the timestamps.
  */
 type AssigneeShape = `${ListFilter['kind']}-${'any' | 'status'}-${'first' | 'undated' | 'dated'}-${
-  'timed' | 'untimed'}`;
+  'timed' | 'untimed'}${string}`;
 
 /**
  * A task without its created, updated and completed times, when the operation asks for
@@ -152,33 +169,39 @@ const {
 const untimedTaskColumns = untimed as ReturnType<typeof getTableColumns<typeof tasks>>;
 
 /** `tasks(...)` of one assignee, built once per shape (the hot read of a task list). */
-const assigneeTasks = preparedFamily('svc_assignee_tasks', (db, shape: AssigneeShape) => {
-  const [kind, status, position, timed] = shape.split('-');
-  const value = sql.placeholder('filter');
-  const afterId = sql.placeholder('afterId');
-  return db
-    .select(timed === 'timed' ? getTableColumns(tasks) : untimedTaskColumns)
-    .from(tasks)
-    .where(
-      and(
-        eq(tasks.workspaceId, sql.placeholder('workspaceId')),
-        eq(tasks.assigneeId, sql.placeholder('assigneeId')),
-        kind === 'date'
-          ? eq(tasks.dueOn, value)
-          : kind === 'dueBefore'
-            ? lt(tasks.dueOn, value)
-            : eq(tasks.contactId, value),
-        status === 'status' ? eq(tasks.status, sql.placeholder('status')) : undefined,
-        position === 'undated'
-          ? and(isNull(tasks.dueOn), gt(tasks.id, afterId))
-          : position === 'dated'
-            ? afterDated(sql.placeholder('afterDue'), afterId)
-            : undefined,
-      ),
-    )
-    .orderBy(sql`${tasks.dueOn} asc nulls last`, asc(tasks.id))
-    .limit(sql.placeholder('limit'));
-});
+const assigneeTasks = preparedFamily(
+  'svc_assignee_tasks',
+  (db, shape: AssigneeShape, columns: readonly TaskColumn[]) => {
+    const [kind, status, position, timed] = shape.split('-');
+    const value = sql.placeholder('filter');
+    const afterId = sql.placeholder('afterId');
+    return db
+      .select({
+        ...(timed === 'timed' ? getTableColumns(tasks) : untimedTaskColumns),
+        ...Object.fromEntries(columns.map(({ name, column }) => [name, column])),
+      })
+      .from(tasks)
+      .where(
+        and(
+          eq(tasks.workspaceId, sql.placeholder('workspaceId')),
+          eq(tasks.assigneeId, sql.placeholder('assigneeId')),
+          kind === 'date'
+            ? eq(tasks.dueOn, value)
+            : kind === 'dueBefore'
+              ? lt(tasks.dueOn, value)
+              : eq(tasks.contactId, value),
+          status === 'status' ? eq(tasks.status, sql.placeholder('status')) : undefined,
+          position === 'undated'
+            ? and(isNull(tasks.dueOn), gt(tasks.id, afterId))
+            : position === 'dated'
+              ? afterDated(sql.placeholder('afterDue'), afterId)
+              : undefined,
+        ),
+      )
+      .orderBy(sql`${tasks.dueOn} asc nulls last`, asc(tasks.id))
+      .limit(sql.placeholder('limit'));
+  },
+);
 
 /** Tasks of the workspace by id, in one read whatever their number. */
 export function selectTasks(db: Db, workspaceId: string, ids: readonly string[]): Promise<Task[]> {

@@ -7,6 +7,7 @@ import { resolveCredential } from '../../src/auth/credentials.js';
 import { createContext, type Actor } from '../../src/context.js';
 import { jsonMediaType, jsonOperation } from '../../src/graph/json-operation.js';
 import { GRAPH_PATH } from '../../src/graph/server.js';
+import { freshWorkspaceHeaders } from '../support/contacts.js';
 import { fixturePluginsDir } from '../support/env.js';
 import {
   captureLogger,
@@ -220,5 +221,145 @@ describe('what takes the JSON path', () => {
       body,
     });
     expect(html.status).toBe(406);
+  });
+});
+
+// A query a signed-in caller sent before runs on the graph's direct path
+// (src/graph/direct.ts). Each text below is first answered cleanly (which keeps it), then
+// sent with variables that make it fail somewhere: before it runs (input and complexity
+// limits), in a resolver, or past its deadline. Each answer must be Yoga's.
+describe('a query sent again answers as Yoga answers it', () => {
+  const cases: [string, string, Record<string, unknown>, Record<string, unknown>][] = [
+    [
+      'a variable past its input limit',
+      'query ($q: String) { contactPage(q: $q) { total } }',
+      { q: 'ada' },
+      { q: 'x'.repeat(5000) },
+    ],
+    [
+      'a variable that takes it over the complexity limit',
+      'query ($n: Int) { a: probeNumbers(first: $n) b: probeNumbers(first: $n) }',
+      { n: 3 },
+      { n: 2000 },
+    ],
+    [
+      'a variable a resolver refuses',
+      'query ($n: Int) { probeNumbers(first: $n) }',
+      { n: 3 },
+      { n: 0 },
+    ],
+    [
+      'a malformed variable',
+      'query ($day: Date!) { probeEcho(id: "00000000-0000-4000-8000-000000000000", day: $day, at: "2026-01-01T00:00:00Z") { day } }',
+      { day: '2026-01-02' },
+      { day: 'tomorrow' },
+    ],
+    [
+      'a run past its deadline',
+      'query ($ms: Int!) { probeWait(ms: $ms) }',
+      { ms: 1 },
+      { ms: 2000 },
+    ],
+  ];
+
+  test.each(cases)('%s', async (_name, query, clean, failing) => {
+    const first = await overHttp(JSON.stringify({ query, variables: clean }), null, true);
+    expect(first.body).not.toHaveProperty('errors');
+    // Again, clean: the same answer.
+    const again = await overHttp(JSON.stringify({ query, variables: clean }), null, true);
+    expect(again).toEqual(first);
+    const body = JSON.stringify({ query, variables: failing });
+    const [direct, yoga] = await Promise.all([
+      overHttp(body, null, true),
+      ofYoga(body, null, true),
+    ]);
+    expect((direct.body as { errors?: unknown[] }).errors).not.toHaveLength(0);
+    expect(direct).toEqual(yoga);
+  });
+
+  test('an operation named in a document of several', async () => {
+    const query = 'query A { version } query B($n: Int) { probeNumbers(first: $n) }';
+    for (const [operationName, variables] of [
+      ['A', {}],
+      ['B', { n: 2 }],
+      ['A', {}],
+      ['B', { n: 2 }],
+      ['C', {}],
+    ] as const) {
+      const body = JSON.stringify({ query, variables, operationName });
+      const [direct, yoga] = await Promise.all([
+        overHttp(body, null, true),
+        ofYoga(body, null, true),
+      ]);
+      expect(direct).toEqual(yoga);
+    }
+  });
+
+  test('an anonymous caller never takes it', async () => {
+    const body = JSON.stringify({ query: '{ me { id } }' });
+    await overHttp(body, null, true);
+    await overHttp(body, null, true);
+    const [direct, yoga] = await Promise.all([
+      overHttp(body, null, false),
+      ofYoga(body, null, false),
+    ]);
+    expect(direct.body).toMatchObject({ errors: [{ extensions: { code: 'UNAUTHENTICATED' } }] });
+    expect(direct).toEqual(yoga);
+  });
+});
+
+describe('access on the direct path', () => {
+  test('a caller whose token lacks a root field’s scope is refused as Yoga refuses', async () => {
+    const body = JSON.stringify({ query: '{ version adminSettings { __typename } }' });
+    // Kept from the admin's clean answers.
+    expect((await overHttp(body, null, true)).body).not.toHaveProperty('errors');
+    expect((await overHttp(body, null, true)).body).not.toHaveProperty('errors');
+    const { headers } = await freshWorkspaceHeaders(svc, ['contacts:read']);
+    const credential = await resolveCredential(svc.service.database.db, svc.service.access, {
+      authorization: headers.authorization,
+    });
+    if (!('actor' in credential) || !credential.actor) throw new Error('the token must work');
+    const scoped = credential.actor;
+    const response = await fetch(`${svc.url}${GRAPH_PATH}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body,
+    });
+    const direct = await answerOf(response);
+    expect(direct.body).toMatchObject({
+      errors: [{ extensions: { reason: 'scope_missing', meta: { scope: 'meta:read' } } }],
+    });
+    const request = new svc.service.app.graph.fetchAPI.Request(`http://localhost${GRAPH_PATH}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body,
+    });
+    const operation = new AbortController();
+    const context = createContext({
+      config: testConfig(ENV),
+      database: svc.service.database,
+      log: captureLogger().log,
+      requestId: 'yoga',
+      actor: scoped,
+      access: svc.service.access,
+      clientAddress: '127.0.0.1',
+      headers: request.headers,
+      responseCookies: [],
+      signal: operation.signal,
+      cancel: (reason) => operation.abort(reason),
+      events: svc.service.events,
+    });
+    const yoga = await answerOf(await svc.service.app.graph.handleOperation(request, context));
+    expect(direct).toEqual(yoga);
+    // And a token holding the scope is answered on the direct path.
+    const { headers: reader } = await freshWorkspaceHeaders(svc, ['meta:read']);
+    const allowed = await fetch(`${svc.url}${GRAPH_PATH}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...reader },
+      body,
+    });
+    expect(await allowed.json()).toEqual({
+      data: { version: '0.9.0', adminSettings: { __typename: 'AdminSettings' } },
+    });
   });
 });

@@ -4,8 +4,17 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import type { Db } from '../../src/db/client.js';
 import type { User } from '../../src/users/tables.js';
+import { drizzle } from 'drizzle-orm/postgres-js';
+import { graphql } from 'graphql';
+import { createContext } from '../../src/context.js';
+import { buildSchema } from '../../src/graph/schema.js';
 import { bearerFor, createTokenUser, createWorkspace } from '../support/factories.js';
-import { startServiceWithDb, type TestService } from '../support/service.js';
+import {
+  captureLogger,
+  startServiceWithDb,
+  testConfig,
+  type TestService,
+} from '../support/service.js';
 import {
   CREATE_TASK,
   expectRefusal,
@@ -366,6 +375,68 @@ describe('Contact.tasks', () => {
         })),
       ),
     );
+  });
+});
+
+describe('Task.contact in a list of tasks', () => {
+  test("reads each task's contact in the list's own statement", async () => {
+    const caller = await member();
+    const day = '2025-11-11';
+    const ada = await insertContact(db, svc.workspace, 'Ada Listed');
+    await createTask(caller, { title: 'with', dueOn: day, contactId: ada.id });
+    await createTask(caller, { title: 'also with', dueOn: day, contactId: ada.id });
+    await createTask(caller, { title: 'without', dueOn: day });
+    const statements: string[] = [];
+    const logged = drizzle(svc.service.database.sql, {
+      casing: 'snake_case',
+      logger: { logQuery: (query) => void statements.push(query) },
+    });
+    const signal = new AbortController().signal;
+    const context = createContext({
+      config: testConfig(),
+      database: { ...svc.service.database, db: logged },
+      log: captureLogger().log,
+      requestId: 'listed',
+      actor: {
+        userId: caller.user.id,
+        workspaceId: svc.workspace.id,
+        role: caller.user.role,
+        capabilities: new Set(),
+        token: null,
+        sessionId: 'listed',
+      },
+      access: svc.service.access,
+      clientAddress: '127.0.0.1',
+      headers: new Headers(),
+      responseCookies: [],
+      signal,
+      cancel: () => {},
+      events: svc.service.events,
+    });
+    const result = await graphql({
+      schema: buildSchema(),
+      source: `query ($day: Date) { tasks(date: $day) { edges { node { title
+        contact { id name createdAt } } } } }`,
+      variableValues: { day },
+      contextValue: context,
+    });
+    expect(result.errors).toBeUndefined();
+    expect(statements).toHaveLength(1);
+    const { body } = await svc.graph(
+      'query ($id: UUID!) { contact(id: $id) { createdAt } }',
+      { id: ada.id },
+      caller.headers,
+    );
+    const stored = body.data?.contact as { createdAt: string };
+    const contact = { id: ada.id, name: 'Ada Listed', createdAt: stored.createdAt };
+    const nodes = (result.data?.tasks as { edges: { node: { title: string } }[] }).edges.map(
+      (edge) => edge.node,
+    );
+    expect(nodes.sort((a, b) => a.title.localeCompare(b.title))).toEqual([
+      { title: 'also with', contact },
+      { title: 'with', contact },
+      { title: 'without', contact: null },
+    ]);
   });
 });
 
