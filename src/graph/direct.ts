@@ -15,6 +15,8 @@ import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
 import { isPromise, type Plugin } from 'graphql-yoga';
 import { checkAccess, type AccessRule } from '../auth/access.js';
 import type { Context } from '../context.js';
+import { isDatabaseUnavailable } from '../db/client.js';
+import { isCancellation } from '../db/gate.js';
 import type { ComplexityCheck } from './complexity.js';
 import { deadlineAnswer, type OperationDeadlineOptions } from './deadline.js';
 import type { InputLimitsCheck } from './input-limits.js';
@@ -52,15 +54,16 @@ export interface DirectPath {
   /** Records which document Yoga ran for a context (a plugin of the Yoga server). */
   plugin: Plugin<Context>;
   /**
-   * The result of `operation` run directly: a clean result, the deadline's refusal, or
-   * null when Yoga must answer (a text not kept, a refusal, an error).
+   * The result of `operation` run directly: a clean result, a refusal already shaped (the
+   * deadline's, or the database's unavailability), or null when Yoga must answer (a text
+   * not kept, a refusal, another error).
    */
   run(operation: JsonOperation, context: Context): Promise<DirectResult | null>;
   /** After Yoga answered `operation` without errors for `context`: keeps it when it may. */
   learn(operation: JsonOperation, context: Context): void;
 }
 
-export type DirectResult = { result: ExecutionResult } | { expired: ExecutionResult };
+export type DirectResult = { result: ExecutionResult } | { refused: ExecutionResult };
 
 export interface DirectPathOptions {
   schema: GraphQLSchema;
@@ -68,6 +71,8 @@ export interface DirectPathOptions {
   complexity: ComplexityCheck;
   recorder: OperationRecorder;
   deadline: OperationDeadlineOptions;
+  /** Yoga's `maskError` (error-shape.ts), for the refusals answered here. */
+  maskError: (error: unknown) => Error;
 }
 
 /** A query text kept, with what running it needs. */
@@ -286,9 +291,23 @@ export function createDirectPath(options: DirectPathOptions): DirectPath {
       if (result === EXPIRED) {
         const answer = expired();
         recorder.finished(running, answer.errors as unknown as GraphQLError[], context);
-        return { expired: answer };
+        return { refused: answer };
       }
-      if (result.errors?.length) return null;
+      if (result.errors?.length) {
+        // PostgreSQL unavailable (down, failing over, a replica gone): Yoga's second run
+        // would meet it again, past the deadline. Answered as Yoga answers it (UNAVAILABLE).
+        const unavailable = result.errors.every(
+          (error) => isDatabaseUnavailable(error.originalError) && !isCancellation(error),
+        );
+        if (!unavailable) return null;
+        recorder.finished(running, result.errors as GraphQLError[], context);
+        return {
+          refused: {
+            data: result.data ?? null,
+            errors: result.errors.map(options.maskError) as GraphQLError[],
+          },
+        };
+      }
       recorder.finished(running, undefined, context);
       return { result };
     },

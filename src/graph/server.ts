@@ -92,6 +92,7 @@ export function createGraphServer(schema: GraphQLSchema, config: Config, log: Lo
           schema,
           ...checks,
           deadline: { timeoutMs: config.graph.operationTimeoutMs, retryAfterSeconds },
+          maskError: createErrorMasker(log),
         })
       : null;
   // What createYoga does, keeping the server beside its adapter.
@@ -121,7 +122,7 @@ export function createGraphServer(schema: GraphQLSchema, config: Config, log: Lo
         const answer = await direct.run(operation, context as Context);
         if (answer && 'result' in answer)
           return { text: JSON.stringify(answer.result), contentType };
-        if (answer) return toResponse(answer.expired, mediaType);
+        if (answer) return toResponse(answer.refused, mediaType);
       }
       const result = (await yoga.getResultForParams(
         // Yoga's JSON parser hands on the body as it is, nulls included.
