@@ -224,6 +224,8 @@ export function inProcessFetch(
     try {
       const dispatch = (req: IncomingMessage, res: ServerResponse) => {
         // A request aborted before or after its answer's head: its client went away.
+        // Aborted before the injection ran (it starts on a later tick): never handled.
+        if (request.signal.aborted) return void res.destroy();
         const goAway = () => {
           if (!res.writableEnded) res.destroy();
         };
