@@ -1,4 +1,4 @@
-import { createServer as createHttpServer, type Server } from 'node:http';
+import { createServer as createHttpServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { buildCatalogue, type AccessCatalogue } from './auth/access.js';
 import { startHousekeeping } from './auth/housekeeping.js';
@@ -16,7 +16,7 @@ import {
   type MigrationSet,
 } from './db/migrate.js';
 import { buildSchema } from './graph/schema.js';
-import { createApp, type App } from './http/app.js';
+import { createApp, inProcessFetch, type App, type InProcessFetch } from './http/app.js';
 import { setEventCatalogue } from './webhooks/service.js';
 import { startWebhookWorker } from './webhooks/worker.js';
 import type { Logger } from './log.js';
@@ -38,12 +38,22 @@ export interface ServiceOptions {
   log: Logger;
   databaseUrl: string;
   plugins?: LoadOptions;
+  /**
+   * Whether to listen on SVC_ADDR (default true). Without it the service answers only
+   * in-process, through `fetch`: tests that reach the graph need no port.
+   */
+  listen?: boolean;
 }
 
 export interface Service {
-  /** `http://host:port` the server listens on. */
+  /** `http://host:port` the server listens on; empty when started with `listen: false`. */
   url: string;
   app: App;
+  /**
+   * Answers a request in-process, through the same handler and drain as the socket's
+   * requests, with no connection (src/http/app.ts inProcessFetch).
+   */
+  fetch: InProcessFetch;
   database: Database;
   plugins: readonly LoadedPlugin[];
   /** Areas, capabilities and roles of the core and the plugins. */
@@ -114,6 +124,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     cacheChanges = await listenForCacheChanges(database, config, log);
     credentials = await holdCredentials(database, log);
     return await listen({
+      listening: options.listen ?? true,
       config,
       log,
       database,
@@ -137,6 +148,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
 }
 
 async function listen(deps: {
+  listening: boolean;
   config: Config;
   log: Logger;
   database: Database;
@@ -149,7 +161,7 @@ async function listen(deps: {
   credentials: HeldCredentials;
   tracing: Tracing | null;
 }): Promise<Service> {
-  const { config, log, database, plugins, events } = deps;
+  const { config, log, database, plugins, events, listening } = deps;
   const cancel = new AbortController();
   let shuttingDown = false;
   // One caller's statements hold at most half the pool (docs/scaling.md).
@@ -173,11 +185,15 @@ async function listen(deps: {
     (req, res) => void app.handle(req, res),
   );
   const running = trackRequests(server);
+  const fetch = inProcessFetch((req, res) => {
+    running.track(res);
+    void app.handle(req, res);
+  });
 
   await startPlugins(plugins, { config, database, log });
   let metrics: MetricsServer | null = null;
   try {
-    await bind(server, config.server.addr);
+    if (listening) await bind(server, config.server.addr);
     if (config.server.metricsAddr) {
       metrics = await startMetricsServer(config.server.metricsAddr, log);
     }
@@ -197,10 +213,8 @@ async function listen(deps: {
   // nothing running against the database it is about to close, so it stops with one line.
   const stopHousekeeping = startHousekeeping({ config, database, log, plugins });
   const webhookWorker = startWebhookWorker({ database, config, log });
-  const address = server.address() as AddressInfo;
-  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
-  const url = `http://${host}:${address.port}`;
-  log.info({ url }, 'listening');
+  const url = listening ? serverUrl(server) : '';
+  if (listening) log.info({ url }, 'listening');
 
   let stopped: Promise<void> | undefined;
   async function shutdown(): Promise<void> {
@@ -233,6 +247,7 @@ async function listen(deps: {
   return {
     url,
     app,
+    fetch,
     database,
     plugins,
     access: deps.access,
@@ -240,6 +255,12 @@ async function listen(deps: {
     metricsUrl: metrics?.url ?? null,
     shutdown: () => (stopped ??= shutdown()),
   };
+}
+
+function serverUrl(server: Server): string {
+  const address = server.address() as AddressInfo;
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  return `http://${host}:${address.port}`;
 }
 
 /**
@@ -322,18 +343,23 @@ function connectionsCheckingInterval(http: Config['http']): number {
   return Math.min(30_000, Math.max(100, Math.floor(shortest / 10)));
 }
 
-/** Counts requests in flight and tells when none are left (or the wait ran out). */
+/**
+ * Counts requests in flight, the server's and those `track` is given (in-process), and
+ * tells when none are left (or the wait ran out).
+ */
 function trackRequests(server: Server) {
   let count = 0;
   let idle: (() => void) | null = null;
-  server.on('request', (_req, res) => {
+  function track(res: ServerResponse): void {
     count += 1;
     res.once('close', () => {
       count -= 1;
       if (count === 0) idle?.();
     });
-  });
+  }
+  server.on('request', (_req, res) => track(res));
   return {
+    track,
     count: () => count,
     settled(ms: number): Promise<boolean> {
       if (count === 0) return Promise.resolve(true);

@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Readable } from 'node:stream';
 import type { GraphQLSchema } from 'graphql';
+import inject from 'light-my-request';
 import sirv from 'sirv';
 import type { Config } from '../config.js';
 import { isDatabaseUnavailable, type Database } from '../db/client.js';
@@ -210,4 +212,102 @@ export function createApp(deps: AppDeps): App {
       }
     },
   };
+}
+
+/** What an in-process request carries that a WHATWG `Request` cannot: its peer's address. */
+export interface InProcessOptions {
+  /** The address the app reads as the socket's peer (rate limits, budgets); 127.0.0.1. */
+  remoteAddress?: string;
+}
+
+/** A request answered in-process: no socket, the same handler, a WHATWG `Response`. */
+export type InProcessFetch = (request: Request, options?: InProcessOptions) => Promise<Response>;
+
+// Answers that carry no body whatever the handler wrote (the Response constructor refuses one).
+const NO_BODY_STATUS = new Set([101, 103, 204, 205, 304]);
+
+/**
+ * Runs `handler` (a node:http request listener) for a WHATWG `Request` without a socket,
+ * through light-my-request's injection, and answers a WHATWG `Response`. The answer
+ * resolves once its head is written and its body streams as the handler writes it (an
+ * event stream included); cancelling the body or aborting the request closes the
+ * response, as a client going away does. The request's body is read whole first. Nothing
+ * is decompressed: a request that asks for a compressed answer reads the bytes as sent.
+ */
+export function inProcessFetch(
+  handler: (req: IncomingMessage, res: ServerResponse) => void,
+): InProcessFetch {
+  return async (request, options = {}) => {
+    request.signal.throwIfAborted();
+    const payload = request.body ? Buffer.from(await request.arrayBuffer()) : undefined;
+    const headers: Record<string, string> = {};
+    request.headers.forEach((value, name) => (headers[name] = value));
+    let answer: inject.Response;
+    try {
+      const dispatch = (req: IncomingMessage, res: ServerResponse) => {
+        // A request aborted before or after its answer's head: its client went away.
+        // Aborted before the injection ran (it starts on a later tick): never handled.
+        if (request.signal.aborted) return void res.destroy();
+        const goAway = () => {
+          if (!res.writableEnded) res.destroy();
+        };
+        request.signal.addEventListener('abort', goAway, { once: true });
+        handler(req, res);
+      };
+      answer = await inject(dispatch, {
+        method: request.method,
+        url: request.url,
+        // Host as a client writes it: no port when it is the scheme's default.
+        authority: new URL(request.url).host,
+        headers,
+        payload,
+        remoteAddress: options.remoteAddress ?? '127.0.0.1',
+        payloadAsStream: true,
+        validate: false,
+      });
+    } catch (error) {
+      // What fetch says of an aborted request, or of a connection closed before an answer.
+      request.signal.throwIfAborted();
+      throw new TypeError('fetch failed', { cause: error });
+    }
+    const res = answer.raw.res;
+    const stream = answer.stream();
+    // The body cancelled: the handler sees its client go away.
+    stream.once('close', () => {
+      if (!res.writableEnded) res.destroy();
+    });
+    const answerHeaders = new Headers();
+    for (const [name, value] of Object.entries(answer.headers)) {
+      if (value === undefined) continue;
+      for (const each of Array.isArray(value) ? value : [value]) {
+        answerHeaders.append(name, String(each));
+      }
+    }
+    const bodiless = request.method === 'HEAD' || NO_BODY_STATUS.has(answer.statusCode);
+    if (bodiless) stream.resume();
+    return new Response(bodiless ? null : webBody(stream), {
+      status: answer.statusCode,
+      statusText: answer.statusMessage,
+      headers: answerHeaders,
+    });
+  };
+}
+
+/**
+ * A node stream as a web stream whose cancel destroys it, read or not. Not Readable.toWeb
+ * (cancelling it with chunks buffered throws, Node 22) nor ReadableStream.from (its cancel
+ * of an iterator never read leaves the stream open).
+ */
+function webBody(stream: Readable): ReadableStream<Uint8Array> {
+  const chunks = stream[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      const next = await chunks.next();
+      if (next.done) controller.close();
+      else controller.enqueue(next.value);
+    },
+    cancel() {
+      stream.destroy();
+    },
+  });
 }

@@ -166,7 +166,7 @@ async function sendMultipart(
     JSON.stringify(Object.fromEntries(files.map((name, i) => [i, [`variables.${name}`]]))),
   );
   files.forEach((_name, i) => form.append(String(i), new Blob(['name\nAda\n']), 'sample.csv'));
-  const response = await fetch(`${svc.url}/api/graphql`, { method: 'POST', headers, body: form });
+  const response = await svc.request(`/api/graphql`, { method: 'POST', headers, body: form });
   return { body: (await response.json()) as GraphBody };
 }
 

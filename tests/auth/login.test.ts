@@ -26,7 +26,7 @@ function from(ip = `198.51.100.${++address}`) {
 
 describe('login', () => {
   test('signs in whatever the letter case of the address and sets the session cookie', async () => {
-    const response = await fetch(`${svc.url}/api/graphql`, {
+    const response = await svc.request(`/api/graphql`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({
@@ -54,7 +54,7 @@ describe('login', () => {
     const cookie = await sessionCookieFor(svc.db.database.db, member);
     const me = await svc.graph('{ me { id } }', {}, { cookie });
     expect(me.body.data).toEqual({ me: { id: member.id } });
-    const out = await fetch(`${svc.url}/api/graphql`, {
+    const out = await svc.request(`/api/graphql`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', cookie },
       body: JSON.stringify({ query: 'mutation { logout }' }),

@@ -103,8 +103,8 @@ async function tablesHolding(text: string): Promise<string[]> {
 }
 
 async function mediaStatus(conversationId: string, messageId: string): Promise<number> {
-  const response = await fetch(
-    `${svc.url}/api/plugins/chat/conversations/${conversationId}/messages/${messageId}/media`,
+  const response = await svc.request(
+    `/api/plugins/chat/conversations/${conversationId}/messages/${messageId}/media`,
     { headers: svc.adminHeaders },
   );
   await response.arrayBuffer();

@@ -106,8 +106,9 @@ interface ChatThread {
 }
 
 async function chatDeliver(payload: WebhookPayload): Promise<void> {
-  const answer = await postWebhook(`${svc.url}/api/plugins/chat/webhook`, payload, {
+  const answer = await postWebhook(`${svc.origin}/api/plugins/chat/webhook`, payload, {
     appSecret: APP_SECRET,
+    via: (url, init) => svc.request(url, init),
   });
   expect(answer.status).toBe(200);
 }
@@ -351,7 +352,7 @@ describe('the event catalogue', () => {
   test('every event’s webhook data carries its subject’s id, the same coreEvent names', async () => {
     const names = [...eventCatalogue()].filter((name) => !(name in RECORDED_ELSEWHERE));
     const hook = await receiver();
-    const stream = await openStream(svc.url, svc.adminHeaders);
+    const stream = await openStream(svc, svc.adminHeaders);
     try {
       const { body } = await svc.graph(
         `mutation ($url: String!, $events: [String!]!) {

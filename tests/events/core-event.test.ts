@@ -31,7 +31,7 @@ afterAll(async () => {
 
 describe('coreEvent across processes', () => {
   test('a write committed through one service arrives on a stream of the other', async () => {
-    const stream = await openStream(b.url, b.adminHeaders);
+    const stream = await openStream(b, b.adminHeaders);
     expect(stream.status).toBe(200);
     expect(stream.headers.get('content-type')).toMatch(/^text\/event-stream/);
     try {
@@ -56,7 +56,7 @@ describe('coreEvent across processes', () => {
   });
 
   test('a createContact mutation on one service streams contact.created on the other', async () => {
-    const stream = await openStream(b.url, a.adminHeaders);
+    const stream = await openStream(b, a.adminHeaders);
     try {
       const created = await a.graph(
         'mutation ($input: CreateContactInput!) { createContact(input: $input) { id } }',
@@ -76,8 +76,8 @@ describe('coreEvent across processes', () => {
   });
 
   test('only the caller’s workspace and audience reach it; a rolled-back write never does', async () => {
-    const admin = await openStream(b.url, b.adminHeaders);
-    const memberStream = await openStream(b.url, memberHeaders);
+    const admin = await openStream(b, b.adminHeaders);
+    const memberStream = await openStream(b, memberHeaders);
     try {
       const write = a.service.database.db;
       const workspaceId = b.workspace.id;
@@ -121,7 +121,7 @@ describe('coreEvent across processes', () => {
 
   test('a token sees only the areas its scopes read', async () => {
     const tasksOnly = bearer(await tokenFor(db.database.db, b.admin, { scopes: ['tasks:read'] }));
-    const stream = await openStream(b.url, tasksOnly);
+    const stream = await openStream(b, tasksOnly);
     try {
       const workspaceId = b.workspace.id;
       await record(a.service.database.db, { workspaceId, name: 'contact.created' });
@@ -141,7 +141,7 @@ describe('coreEvent across processes', () => {
 
 describe('coreEvent refusals', () => {
   test('an anonymous subscription is refused, in the stream, and ends', async () => {
-    const stream = await openStream(b.url, {});
+    const stream = await openStream(b, {});
     expect(stream.status).toBe(200);
     const frame = await stream.next();
     expect(frame.data ?? null).toBeNull();

@@ -62,7 +62,7 @@ describe.each([
   ['distinct connections', false],
   ['a single connection', true],
 ])('graphql-sse client over %s', (_mode, singleConnection) => {
-  const service = useTestService();
+  const service = useTestService({ listen: true });
 
   test('a subscription receives the events of its workspace', async () => {
     const svc = service();
@@ -108,7 +108,7 @@ describe.each([
 });
 
 describe('single-connection streams and the stream cap (SVC_STREAMS_PER_USER=1)', () => {
-  const service = useTestService({ env: { SVC_STREAMS_PER_USER: '1' } });
+  const service = useTestService({ env: { SVC_STREAMS_PER_USER: '1' }, listen: true });
 
   test('a subscription on a single connection holds the stream slot', async () => {
     const svc = service();
@@ -179,7 +179,7 @@ describe('single-connection streams and the stream cap (SVC_STREAMS_PER_USER=1)'
 });
 
 describe('single-connection tokens', () => {
-  const service = useTestService({ env: { SVC_STREAMS_PER_USER: '2' } });
+  const service = useTestService({ env: { SVC_STREAMS_PER_USER: '2' }, listen: true });
 
   async function reserve(headers: Record<string, string>): Promise<Response> {
     return fetch(`${service().url}/api/graphql`, { method: 'PUT', headers });

@@ -78,9 +78,9 @@ describe('a stream ends with its credential', () => {
     const cookie = await sessionCookieFor(db.database.db, user);
     await withStreams(
       [
-        openStream(b.url, await bearerFor(db.database.db, user)),
-        openStream(b.url, { cookie }),
-        openStream(b.url, await bearerFor(db.database.db, colleague)),
+        openStream(b, await bearerFor(db.database.db, user)),
+        openStream(b, { cookie }),
+        openStream(b, await bearerFor(db.database.db, colleague)),
       ],
       async ([token, session, other]) => {
         const { body } = await a.graph(
@@ -100,10 +100,7 @@ describe('a stream ends with its credential', () => {
     const cookie = await sessionCookieFor(db.database.db, user);
     const revoked = await tokenActor(db.database.db, user);
     await withStreams(
-      [
-        openStream(b.url, bearer(revoked.token)),
-        openStream(b.url, await bearerFor(db.database.db, user)),
-      ],
+      [openStream(b, bearer(revoked.token)), openStream(b, await bearerFor(db.database.db, user))],
       async ([stream, other]) => {
         const { body } = await a.graph(
           'mutation ($id: UUID!) { apiTokenRevoke(id: $id) { revokedAt } }',
@@ -124,7 +121,7 @@ describe('a stream ends with its credential', () => {
       sessionCookieFor(db.database.db, user),
     ]);
     await withStreams(
-      [openStream(b.url, { cookie }), openStream(b.url, { cookie: otherCookie })],
+      [openStream(b, { cookie }), openStream(b, { cookie: otherCookie })],
       async ([stream, other]) => {
         const { body } = await a.graph('mutation { logout }', {}, { cookie });
         expect(body).toEqual({ data: { logout: true } });
@@ -139,8 +136,8 @@ describe('a stream ends with its credential', () => {
     const link = await issueLink(db.database.db, 'reset', user, 3_600_000);
     await withStreams(
       [
-        openStream(b.url, await sessionFor(db.database.db, user)),
-        openStream(b.url, await bearerFor(db.database.db, user)),
+        openStream(b, await sessionFor(db.database.db, user)),
+        openStream(b, await bearerFor(db.database.db, user)),
       ],
       async ([session, token]) => {
         const { body } = await a.anonymous(RESET, { t: link.secret, p: 'a brand new passphrase' });
@@ -153,14 +150,11 @@ describe('a stream ends with its credential', () => {
 
   test('changing an account’s role ends its streams, which reopen under the new role', async () => {
     const user = await memberOfB();
-    await withStreams(
-      [openStream(b.url, await bearerFor(db.database.db, user))],
-      async ([stream]) => {
-        const { body } = await a.graph(SET_ROLE, { id: user.id, role: 'admin' }, b.adminHeaders);
-        expect(body.errors).toBeUndefined();
-        await completes(stream as SseStream);
-      },
-    );
+    await withStreams([openStream(b, await bearerFor(db.database.db, user))], async ([stream]) => {
+      const { body } = await a.graph(SET_ROLE, { id: user.id, role: 'admin' }, b.adminHeaders);
+      expect(body.errors).toBeUndefined();
+      await completes(stream as SseStream);
+    });
   });
 
   test('deactivating a workspace with the CLI ends every stream of it; another workspace streams on', async () => {
@@ -171,9 +165,9 @@ describe('a stream ends with its credential', () => {
     ]);
     await withStreams(
       [
-        openStream(b.url, await bearerFor(db.database.db, admin)),
-        openStream(a.url, await sessionFor(db.database.db, user)),
-        openStream(b.url, b.adminHeaders),
+        openStream(b, await bearerFor(db.database.db, admin)),
+        openStream(a, await sessionFor(db.database.db, user)),
+        openStream(b, b.adminHeaders),
       ],
       async ([onB, onA, elsewhere]) => {
         const cli = await runSvc(
@@ -196,7 +190,7 @@ describe('a stream ends with its credential’s expiry', () => {
       update api_tokens set expires_at = now() + interval '2 seconds'
       where user_id = ${user.id} returning (extract(epoch from expires_at) * 1000)::float8 as ms`;
     const expiresAt = (row as { ms: number }).ms;
-    await withStreams([openStream(b.url, headers)], async ([stream]) => {
+    await withStreams([openStream(b, headers)], async ([stream]) => {
       await completes(stream as SseStream);
       // Node's timers may fire a millisecond early; the stream never outlives the token.
       expect(Date.now()).toBeGreaterThanOrEqual(expiresAt - 5);

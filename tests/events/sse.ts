@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Db } from '../../src/db/client.js';
 import { recordEvent, type NewEvent } from '../../src/events/service.js';
+import type { TestService } from '../support/service.js';
 
 export const CORE_EVENT = 'subscription { coreEvent { id name subjectId at } }';
 
@@ -22,22 +23,30 @@ export interface SseStream {
   close(): void;
 }
 
+/** A service to open a stream on: its URL (over a socket) or a test service (in-process). */
+export type StreamTarget = string | Pick<TestService, 'request'>;
+
 /**
  * Opens a subscription over Server-Sent Events (SPEC 4.1) and reads its frames as they
- * arrive. `fetch` resolves once the server has sent the answer's head.
+ * arrive: over a socket to a URL, or in-process to a test service. Either resolves once
+ * the server has sent the answer's head.
  */
 export async function openStream(
-  url: string,
+  target: StreamTarget,
   headers: Record<string, string>,
   query = CORE_EVENT,
 ): Promise<SseStream> {
   const abort = new AbortController();
-  const response = await fetch(`${url}/api/graphql`, {
+  const init: RequestInit = {
     method: 'POST',
     headers: { 'content-type': 'application/json', accept: 'text/event-stream', ...headers },
     body: JSON.stringify({ query }),
     signal: abort.signal,
-  });
+  };
+  const response =
+    typeof target === 'string'
+      ? await fetch(`${target}/api/graphql`, init)
+      : await target.request('/api/graphql', init);
   const frames: (Frame | null)[] = [];
   const waiting: ((frame: Frame | null) => void)[] = [];
   let done = false;

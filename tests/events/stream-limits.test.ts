@@ -9,7 +9,7 @@ import { openStream, record, type SseStream } from './sse.js';
  */
 async function openWhenFreed(svc: TestService): Promise<SseStream> {
   for (let attempt = 0; attempt < 200; attempt += 1) {
-    const stream = await openStream(svc.url, svc.adminHeaders);
+    const stream = await openStream(svc, svc.adminHeaders);
     if (stream.status !== 429) return stream;
     await stream.ended;
     await new Promise((resolve) => setImmediate(resolve));
@@ -22,10 +22,10 @@ describe('stream slots (SVC_STREAMS_PER_USER=1)', () => {
 
   test('a second stream is refused with 429 and Retry-After until the first disconnects', async () => {
     const svc = service();
-    const first = await openStream(svc.url, svc.adminHeaders);
+    const first = await openStream(svc, svc.adminHeaders);
     expect(first.status).toBe(200);
 
-    const second = await openStream(svc.url, svc.adminHeaders);
+    const second = await openStream(svc, svc.adminHeaders);
     expect(second.status).toBe(429);
     expect(second.headers.get('retry-after')).toMatch(/^\d+$/);
     await second.ended;
@@ -37,7 +37,7 @@ describe('stream slots (SVC_STREAMS_PER_USER=1)', () => {
     // The slot is held for the stream's whole life: it still works, and still excludes.
     await record(svc.db.database.db, { workspaceId: svc.workspace.id, name: 'contact.created' });
     expect((await first.next()).data?.coreEvent).toMatchObject({ name: 'contact.created' });
-    const third = await openStream(svc.url, svc.adminHeaders);
+    const third = await openStream(svc, svc.adminHeaders);
     expect(third.status).toBe(429);
     await third.ended;
 
@@ -61,7 +61,7 @@ describe('stream lifetime (SVC_STREAM_LIFETIME=500ms)', () => {
   test('the server completes the stream after its lifetime and frees the slot', async () => {
     const svc = service();
     const started = Date.now();
-    const stream = await openStream(svc.url, svc.adminHeaders);
+    const stream = await openStream(svc, svc.adminHeaders);
     expect(stream.status).toBe(200);
     expect(await stream.frame()).toEqual({ event: 'complete', data: '' });
     await stream.ended;
@@ -81,7 +81,7 @@ describe('shutdown', () => {
     const svc = await startTestService({
       env: { SVC_SHUTDOWN_GRACE: '20s', SVC_SHUTDOWN_CANCEL_GRACE: '20s' },
     });
-    const stream = await openStream(svc.url, svc.adminHeaders);
+    const stream = await openStream(svc, svc.adminHeaders);
     expect(stream.status).toBe(200);
     const started = Date.now();
     const stopped = svc.stop();

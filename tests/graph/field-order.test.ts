@@ -22,7 +22,7 @@ function keyOrder(json: string): string[][] {
 }
 
 test('an answer’s keys come in the query’s order, whichever field resolves first', async () => {
-  const response = await fetch(`${svc.url}/api/graphql`, {
+  const response = await svc.request(`/api/graphql`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...svc.adminHeaders },
     body: JSON.stringify({ query: '{ me { email } version }' }),
@@ -43,7 +43,7 @@ test('nested objects keep the query’s order too, through aliases and fragments
     version
   }
   fragment Rest on Contact { tasks { id } id }`;
-  const response = await fetch(`${svc.url}/api/graphql`, {
+  const response = await svc.request(`/api/graphql`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...svc.adminHeaders },
     body: JSON.stringify({ query, variables: { id } }),

@@ -11,7 +11,7 @@ const ORIGIN = 'https://app.example.com';
 let svc: TestService;
 
 beforeAll(async () => {
-  svc = await startTestService({ env: { SVC_CORS_ORIGINS: ORIGIN } });
+  svc = await startTestService({ env: { SVC_CORS_ORIGINS: ORIGIN }, listen: true });
 });
 
 afterAll(() => svc.stop());

@@ -31,7 +31,7 @@ afterAll(async () => {
 
 /** A browser's fetch from a page at `origin`, carrying the admin's session cookie. */
 async function browserPost(svc: TestService, origin: string, query: string) {
-  return fetch(`${svc.url}/api/graphql`, {
+  return svc.request(`/api/graphql`, {
     method: 'POST',
     headers: {
       'content-type': 'application/json',
@@ -44,7 +44,7 @@ async function browserPost(svc: TestService, origin: string, query: string) {
 }
 
 function preflight(svc: TestService, origin: string) {
-  return fetch(`${svc.url}/api/graphql`, {
+  return svc.request(`/api/graphql`, {
     method: 'OPTIONS',
     headers: {
       origin,
@@ -65,7 +65,7 @@ function corsOf(response: Response): Record<string, string> {
 
 describe('without SVC_CORS_ORIGINS', () => {
   test('a GET query from another origin with the session cookie gets no data and no CORS headers', async () => {
-    const response = await fetch(`${plain.url}/api/graphql?query=${encodeURIComponent(ME)}`, {
+    const response = await plain.request(`/api/graphql?query=${encodeURIComponent(ME)}`, {
       headers: { cookie: await sessionCookieFor(db.database.db, plain.admin), origin: EVIL },
     });
     expect(response.status).toBe(405);
@@ -97,12 +97,12 @@ describe('without SVC_CORS_ORIGINS', () => {
   });
 
   test('the service’s own page needs no CORS: its request runs and names no origin back', async () => {
-    const response = await fetch(`${plain.url}/api/graphql`, {
+    const response = await plain.request(`/api/graphql`, {
       method: 'POST',
       headers: {
         'content-type': 'application/json',
         cookie: await sessionCookieFor(db.database.db, plain.admin),
-        origin: plain.url,
+        origin: plain.origin,
         'sec-fetch-site': 'same-origin',
       },
       body: JSON.stringify({ query: ME }),
@@ -156,7 +156,7 @@ describe('with SVC_CORS_ORIGINS', () => {
   });
 
   test('a refusal to a listed origin carries its CORS headers, so the page can read why', async () => {
-    const response = await fetch(`${listing.url}/api/graphql?query=${encodeURIComponent(ME)}`, {
+    const response = await listing.request(`/api/graphql?query=${encodeURIComponent(ME)}`, {
       headers: { origin: APP },
     });
     expect(response.status).toBe(405);
@@ -173,7 +173,7 @@ describe('with SVC_CORS_ORIGINS', () => {
   });
 
   test('no other route answers CORS', async () => {
-    const response = await fetch(`${listing.url}/api/healthz`, { headers: { origin: APP } });
+    const response = await listing.request(`/api/healthz`, { headers: { origin: APP } });
     expect(response.status).toBe(200);
     expect(corsOf(response)).toEqual({});
   });

@@ -131,12 +131,14 @@ describe('statements end with their request', () => {
     const release = await lockContacts(svc);
     try {
       const client = new AbortController();
-      const gone = fetch(`${svc.url}/api/graphql`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', ...svc.adminHeaders },
-        body: JSON.stringify({ query: `{ ${SEARCH_WITH_TOTAL} }` }),
-        signal: client.signal,
-      }).catch((error: unknown) => error);
+      const gone = svc
+        .request(`/api/graphql`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', ...svc.adminHeaders },
+          body: JSON.stringify({ query: `{ ${SEARCH_WITH_TOTAL} }` }),
+          signal: client.signal,
+        })
+        .catch((error: unknown) => error);
       // A search and its total are one statement (src/contacts/queries.ts).
       expect(await waitingReach(svc, 1)).toBe(1);
       client.abort();

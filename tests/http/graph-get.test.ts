@@ -12,7 +12,7 @@ beforeAll(async () => {
 afterAll(() => svc.stop());
 
 function get(query: string, headers: Record<string, string>) {
-  return fetch(`${svc.url}/api/graphql?query=${encodeURIComponent(query)}`, { headers });
+  return svc.request(`/api/graphql?query=${encodeURIComponent(query)}`, { headers });
 }
 
 /** Reads an event stream until its first `next` frame and answers that frame's payload. */
@@ -45,7 +45,7 @@ describe('GET /api/graphql without SVC_DEV_GRAPHIQL', () => {
   });
 
   test('a HEAD is refused the same way', async () => {
-    const response = await fetch(`${svc.url}/api/graphql?query={version}`, {
+    const response = await svc.request(`/api/graphql?query={version}`, {
       method: 'HEAD',
       headers: svc.adminHeaders,
     });

@@ -60,13 +60,13 @@ describe('the graph route', () => {
       { headers: { accept: 'text/event-stream', 'x-graphql-event-stream-token': 'any' } },
     ];
     for (const step of steps) {
-      const response = await fetch(`${svc.url}/api/graphql`, step);
+      const response = await svc.request(`/api/graphql`, step);
       expect(response.status).toBe(401);
       expect(response.headers.get('www-authenticate')).toBe('Bearer');
       expect(await response.json()).toEqual(authenticationRequired);
     }
     // Signed in, the reservation is made.
-    const reserved = await fetch(`${svc.url}/api/graphql`, {
+    const reserved = await svc.request(`/api/graphql`, {
       method: 'PUT',
       headers: svc.adminHeaders,
     });
@@ -98,14 +98,14 @@ describe('the graph route', () => {
       data.set('padding', 'x'.repeat(size));
       return data;
     };
-    const small = await fetch(`${svc.url}/api/graphql`, {
+    const small = await svc.request(`/api/graphql`, {
       method: 'POST',
       body: form(2500),
       headers: svc.adminHeaders,
     });
     expect(small.status).toBe(200);
     expect(await small.json()).toEqual({ data: { version: '0.9.0' } });
-    const large = await fetch(`${svc.url}/api/graphql`, {
+    const large = await svc.request(`/api/graphql`, {
       method: 'POST',
       body: form(5000),
       headers: svc.adminHeaders,
@@ -355,12 +355,12 @@ describe('limits', () => {
 
 describe('the interactive page', () => {
   test('is not served unless SVC_DEV_GRAPHIQL is set', async () => {
-    const response = await fetch(`${svc.url}/api/graphql`, { headers: { accept: 'text/html' } });
+    const response = await svc.request(`/api/graphql`, { headers: { accept: 'text/html' } });
     expect(response.headers.get('content-type') ?? '').not.toContain('text/html');
     await response.body?.cancel();
   });
   test('nor are its assets', async () => {
-    const response = await fetch(`${svc.url}/api/interactive-page/favicon.0000000000000000.ico`);
+    const response = await svc.request(`/api/interactive-page/favicon.0000000000000000.ico`);
     expect(response.status).toBe(404);
     await response.body?.cancel();
   });
@@ -368,19 +368,19 @@ describe('the interactive page', () => {
 
 describe('operator probes', () => {
   test('healthz answers ok', async () => {
-    const response = await fetch(`${svc.url}/api/healthz`);
+    const response = await svc.request(`/api/healthz`);
     expect(response.status).toBe(200);
     expect(await response.json()).toEqual({ status: 'ok' });
   });
 
   test('readyz answers ready once the database is reachable and migrations are current', async () => {
-    const response = await fetch(`${svc.url}/api/readyz`);
+    const response = await svc.request(`/api/readyz`);
     expect(response.status).toBe(200);
     expect(await response.json()).toEqual({ status: 'ready' });
   });
 
   test('an unknown API path answers 404 JSON', async () => {
-    const response = await fetch(`${svc.url}/api/nope`);
+    const response = await svc.request(`/api/nope`);
     expect(response.status).toBe(404);
     expect(await response.json()).toEqual({ error: 'not found' });
   });

@@ -14,7 +14,7 @@ import { startTestService, type TestService } from '../support/service.js';
 let svc: TestService;
 
 beforeAll(async () => {
-  svc = await startTestService({ env: { SVC_DEV_GRAPHIQL: '1' } });
+  svc = await startTestService({ env: { SVC_DEV_GRAPHIQL: '1' }, listen: true });
 });
 
 afterAll(() => svc.stop());

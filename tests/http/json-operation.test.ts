@@ -49,7 +49,7 @@ async function answerOf(response: Response): Promise<Answer> {
 
 /** The request over HTTP: a plain JSON operation takes the JSON path. */
 async function overHttp(body: string, accept: string | null, signedIn: boolean): Promise<Answer> {
-  const response = await fetch(`${svc.url}${GRAPH_PATH}`, {
+  const response = await svc.request(`${GRAPH_PATH}`, {
     method: 'POST',
     headers: {
       'content-type': 'application/json',
@@ -203,7 +203,7 @@ describe('what takes the JSON path', () => {
 
   test('an Accept the JSON path leaves to Yoga is answered as before', async () => {
     const body = JSON.stringify({ query: '{ version }' });
-    const multipart = await fetch(`${svc.url}${GRAPH_PATH}`, {
+    const multipart = await svc.request(`${GRAPH_PATH}`, {
       method: 'POST',
       headers: {
         'content-type': 'application/json',
@@ -215,7 +215,7 @@ describe('what takes the JSON path', () => {
     expect(multipart.status).toBe(200);
     expect(multipart.headers.get('content-type')).toMatch(/^multipart\/mixed/);
     expect(await multipart.text()).toContain('{"data":{"version":"0.9.0"}}');
-    const html = await fetch(`${svc.url}${GRAPH_PATH}`, {
+    const html = await svc.request(`${GRAPH_PATH}`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', accept: 'text/html', ...svc.adminHeaders },
       body,

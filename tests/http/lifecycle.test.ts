@@ -120,7 +120,7 @@ function probeDefinition(svc: TestService): PluginDefinition {
 }
 
 function startProbeService(env: Record<string, string>): Promise<TestService> {
-  return startTestService({ env, plugins: { dir: fixturePluginsDir } });
+  return startTestService({ env, plugins: { dir: fixturePluginsDir }, listen: true });
 }
 
 describe('a shutdown while requests finish within SVC_SHUTDOWN_GRACE', () => {

@@ -64,7 +64,7 @@ describe('levels of refusals', () => {
 
   test('a refused GET logs nothing at info or above', async () => {
     const lines = await linesDuring(service(), async (svc) => {
-      const response = await fetch(`${svc.url}/api/graphql?query=mutation{logout}`, {
+      const response = await svc.request('/api/graphql?query=mutation{logout}', {
         headers: { ...svc.adminHeaders, accept: 'application/json' },
       });
       expect(response.status).toBe(405);

@@ -19,6 +19,7 @@ beforeAll(async () => {
   await writeFile(path.join(root, 'index.html'), '<!doctype html><title>svc</title>');
   await writeFile(path.join(root, 'assets', 'app.js'), 'console.log("hello");');
   svc = await startTestService({
+    listen: true,
     env: { SVC_WEB_DIR: root, SVC_GRAPH_BODY_MAX_BYTES: String(BODY_MAX_BYTES) },
   });
 });

@@ -14,7 +14,7 @@ beforeAll(async () => {
 afterAll(() => svc.stop());
 
 async function readiness(): Promise<{ status: number; body: unknown }> {
-  const response = await fetch(`${svc.url}/api/readyz`);
+  const response = await svc.request(`/api/readyz`);
   return { status: response.status, body: await response.json() };
 }
 

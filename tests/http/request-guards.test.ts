@@ -26,7 +26,7 @@ afterAll(() => svc.stop());
 const WRITE = 'mutation { logout }';
 
 function post(headers: Record<string, string>, query = WRITE) {
-  return fetch(`${svc.url}/api/graphql`, {
+  return svc.request(`/api/graphql`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...svc.adminHeaders, ...headers },
     body: JSON.stringify({ query }),
@@ -45,7 +45,7 @@ describe('cross-origin writes', () => {
   });
 
   test('Sec-Fetch-Site is read first: cross-site is refused with reason fetch-site', async () => {
-    const host = new URL(svc.url).host;
+    const host = new URL(svc.origin).host;
     const response = await post({ 'sec-fetch-site': 'cross-site', origin: `http://${host}` });
     expect(response.status).toBe(403);
     expect(svc.lines).toContainEqual(
@@ -57,7 +57,7 @@ describe('cross-origin writes', () => {
     ['the service’s own pages (same-origin)', () => ({ 'sec-fetch-site': 'same-origin' })],
     [
       'an Origin whose host and port match Host',
-      () => ({ origin: `https://${new URL(svc.url).host}` }),
+      () => ({ origin: `https://${new URL(svc.origin).host}` }),
     ],
     ['neither header (a program, not a browser)', () => ({})],
   ])('a write from %s passes', async (_what, headers) => {
@@ -67,7 +67,7 @@ describe('cross-origin writes', () => {
 
   test('reads are never refused, sent by GET or by POST', async () => {
     const crossSite = { origin: 'https://elsewhere.example', 'sec-fetch-site': 'cross-site' };
-    const probe = await fetch(`${svc.url}/api/healthz`, {
+    const probe = await svc.request(`/api/healthz`, {
       headers: { ...svc.adminHeaders, ...crossSite },
     });
     expect(probe.status).toBe(200);
@@ -79,14 +79,14 @@ describe('cross-origin writes', () => {
   test('a POSTed operation is judged by the operation it runs; doubt is a write', async () => {
     const crossSite = { 'sec-fetch-site': 'cross-site' };
     const named = (operationName: string) =>
-      fetch(`${svc.url}/api/graphql`, {
+      svc.request(`/api/graphql`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', ...svc.adminHeaders, ...crossSite },
         body: JSON.stringify({ query: 'query A { version } mutation B { logout }', operationName }),
       });
     expect((await named('A')).status).toBe(200);
     expect((await named('B')).status).toBe(403);
-    const unreadable = await fetch(`${svc.url}/api/graphql`, {
+    const unreadable = await svc.request(`/api/graphql`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', ...svc.adminHeaders, ...crossSite },
       body: '{ "query": ',
@@ -95,7 +95,7 @@ describe('cross-origin writes', () => {
     const upload = new FormData();
     upload.set('operations', JSON.stringify({ query: '{ version }' }));
     upload.set('map', '{}');
-    const multipart = await fetch(`${svc.url}/api/graphql`, {
+    const multipart = await svc.request(`/api/graphql`, {
       method: 'POST',
       headers: { ...svc.adminHeaders, ...crossSite },
       body: upload,
@@ -108,7 +108,7 @@ describe('cross-origin writes', () => {
   });
 
   test('other routes judge a write by its method', async () => {
-    const response = await fetch(`${svc.url}/api/mcp`, {
+    const response = await svc.request(`/api/mcp`, {
       method: 'POST',
       headers: {
         'content-type': 'application/json',
@@ -123,7 +123,7 @@ describe('cross-origin writes', () => {
 
 describe('anonymous callers', () => {
   function anonymous(body: BodyInit, contentType = 'application/json') {
-    return fetch(`${svc.url}/api/graphql`, {
+    return svc.request(`/api/graphql`, {
       method: 'POST',
       headers: { 'content-type': contentType },
       body,
@@ -156,9 +156,7 @@ describe('anonymous callers', () => {
     const form = new FormData();
     form.set('operations', JSON.stringify({ query: '{ __typename }' }));
     form.set('map', '{}');
-    await expectUnauthenticated(
-      await fetch(`${svc.url}/api/graphql`, { method: 'POST', body: form }),
-    );
+    await expectUnauthenticated(await svc.request(`/api/graphql`, { method: 'POST', body: form }));
   });
 
   test('a body over SVC_GRAPH_ANONYMOUS_MAX_BYTES is refused', async () => {
@@ -230,7 +228,7 @@ describe('operation slots', () => {
 
 describe('plugin routes held to a scope area', () => {
   async function get(path: string, headers: Record<string, string> = {}) {
-    return fetch(`${svc.url}/api/plugins/probe/${path}`, { headers });
+    return svc.request(`/api/plugins/probe/${path}`, { headers });
   }
 
   test('a token lacking the area gets 403 naming the scope, even for a path the plugin does not serve', async () => {
@@ -261,7 +259,7 @@ describe('plugin routes held to a scope area', () => {
         catalogue: svc.service.access,
       }),
     );
-    const response = await fetch(`${svc.url}/api/plugins/probe/items/7`, {
+    const response = await svc.request(`/api/plugins/probe/items/7`, {
       method: 'POST',
       headers: token,
     });

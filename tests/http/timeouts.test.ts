@@ -69,6 +69,7 @@ describe('SVC_HTTP_READ_HEADER_TIMEOUT', () => {
 
   beforeAll(async () => {
     svc = await startTestService({
+      listen: true,
       env: { SVC_HTTP_READ_HEADER_TIMEOUT: '200ms', SVC_HTTP_READ_TIMEOUT: '20s' },
       plugins: { dir: fixturePluginsDir },
     });
@@ -109,6 +110,7 @@ describe('SVC_HTTP_READ_TIMEOUT', () => {
 
   beforeAll(async () => {
     svc = await startTestService({
+      listen: true,
       env: { SVC_HTTP_READ_HEADER_TIMEOUT: '200ms', SVC_HTTP_READ_TIMEOUT: '300ms' },
       plugins: { dir: fixturePluginsDir },
     });
@@ -158,7 +160,7 @@ describe('SVC_HTTP_IDLE_TIMEOUT', () => {
   let svc: TestService;
 
   beforeAll(async () => {
-    svc = await startTestService({ env: { SVC_HTTP_IDLE_TIMEOUT: '300ms' } });
+    svc = await startTestService({ env: { SVC_HTTP_IDLE_TIMEOUT: '300ms' }, listen: true });
   });
 
   afterAll(() => svc.stop());

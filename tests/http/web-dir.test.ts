@@ -19,7 +19,7 @@ beforeAll(async () => {
   await writeFile(path.join(web, 'index.html'), indexHtml);
   await writeFile(path.join(web, 'assets', 'app.js'), appJs);
   await writeFile(path.join(root, 'secret.txt'), 'not for the web');
-  svc = await startTestService({ env: { SVC_WEB_DIR: web } });
+  svc = await startTestService({ env: { SVC_WEB_DIR: web }, listen: true });
 });
 
 afterAll(async () => {
@@ -98,7 +98,7 @@ describe('without SVC_WEB_DIR', () => {
 
   test('the site root answers 404 JSON: only the API is served', async () => {
     const apiOnly = service();
-    const response = await fetch(`${apiOnly.url}/`);
+    const response = await apiOnly.request('/');
     expect(response.status).toBe(404);
     expect(await response.json()).toEqual({ error: 'not found' });
   });

@@ -43,8 +43,9 @@ async function caller(scopes: string[] | null = null): Promise<Caller> {
 
 async function connect(token: string): Promise<Client> {
   const client = new Client({ name: 'mcp-test', version: '1.0.0' });
-  const transport = new StreamableHTTPClientTransport(new URL(`${svc.url}/api/mcp`), {
+  const transport = new StreamableHTTPClientTransport(new URL('/api/mcp', svc.origin), {
     requestInit: { headers: bearer(token) },
+    fetch: (url, init) => svc.request(String(url), init),
   });
   await client.connect(transport);
   open.push(client);
@@ -350,7 +351,7 @@ describe('the 200 cap', () => {
 
 describe('credentials', () => {
   test('a missing token is refused with 401 before any tool runs', async () => {
-    const response = await fetch(`${svc.url}/api/mcp`, {
+    const response = await svc.request(`/api/mcp`, {
       method: 'POST',
       headers: {
         'content-type': 'application/json',
@@ -367,12 +368,16 @@ describe('credentials', () => {
     expect(response.headers.get('www-authenticate')).toMatch(/^Bearer/);
     const client = new Client({ name: 'mcp-test', version: '1.0.0' });
     await expect(
-      client.connect(new StreamableHTTPClientTransport(new URL(`${svc.url}/api/mcp`))),
+      client.connect(
+        new StreamableHTTPClientTransport(new URL('/api/mcp', svc.origin), {
+          fetch: (url, init) => svc.request(String(url), init),
+        }),
+      ),
     ).rejects.toThrow();
   });
 
   test('a session cookie is not a credential here', async () => {
-    const response = await fetch(`${svc.url}/api/mcp`, {
+    const response = await svc.request(`/api/mcp`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', cookie: 'anything=1' },
       body: '{}',

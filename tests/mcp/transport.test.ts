@@ -17,7 +17,7 @@ afterAll(() => svc.stop());
 const LIST_TOOLS = { jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} };
 
 function mcp(body: unknown, init: RequestInit = {}) {
-  return fetch(`${svc.url}/api/mcp`, {
+  return svc.request(`/api/mcp`, {
     method: 'POST',
     headers: {
       ...svc.adminHeaders,
@@ -39,7 +39,7 @@ describe('/api/mcp over HTTP', () => {
 
   test('any other method gets 405 with Allow: POST (the endpoint keeps no sessions)', async () => {
     for (const method of ['GET', 'DELETE', 'PUT']) {
-      const response = await fetch(`${svc.url}/api/mcp`, { method, headers: svc.adminHeaders });
+      const response = await svc.request(`/api/mcp`, { method, headers: svc.adminHeaders });
       expect(response.status).toBe(405);
       expect(response.headers.get('allow')).toBe('POST');
       expect(await response.json()).toMatchObject({ jsonrpc: '2.0', error: { code: -32000 } });
@@ -67,12 +67,14 @@ describe('/api/mcp over HTTP', () => {
   test('an agent shares its user’s operation slots with /api/graphql', async () => {
     // SVC_GRAPH_OPERATIONS_PER_USER=1: a running graph operation holds the admin's slot.
     const running = new AbortController();
-    const slow = fetch(`${svc.url}/api/graphql`, {
-      method: 'POST',
-      headers: { ...svc.adminHeaders, 'content-type': 'application/json' },
-      body: JSON.stringify({ query: '{ probeSlow }' }),
-      signal: running.signal,
-    }).catch(() => null);
+    const slow = svc
+      .request(`/api/graphql`, {
+        method: 'POST',
+        headers: { ...svc.adminHeaders, 'content-type': 'application/json' },
+        body: JSON.stringify({ query: '{ probeSlow }' }),
+        signal: running.signal,
+      })
+      .catch(() => null);
 
     let refused: Response | undefined;
     for (let attempt = 0; attempt < 200 && !refused; attempt += 1) {

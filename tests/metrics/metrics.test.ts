@@ -14,6 +14,8 @@ const ME = 'query Me { me { id } }';
 describe('the metrics listener', () => {
   const service = useTestService({
     env: { SVC_METRICS_ADDR: '127.0.0.1:9464', SVC_WEBHOOK_ALLOWED_HOSTS: '127.0.0.1/32' },
+    // The public port is compared with the metrics listener's: both are sockets.
+    listen: true,
   });
 
   test('serves /metrics on its own port, and the public port does not', async () => {

@@ -57,19 +57,19 @@ describe('migrations', () => {
 
 describe('routes', () => {
   test('a public route is served under /api/plugins/<id>/', async () => {
-    const response = await fetch(`${svc.url}/api/plugins/probe/ping?n=3`);
+    const response = await svc.request(`/api/plugins/probe/ping?n=3`);
     expect(response.status).toBe(200);
     expect(await response.text()).toBe('pong 3');
   });
 
   test('a route that is not public is refused to a caller without credentials', async () => {
-    const response = await fetch(`${svc.url}/api/plugins/probe/items/42`);
+    const response = await svc.request(`/api/plugins/probe/items/42`);
     expect(response.status).toBe(401);
     expect(await response.json()).toEqual({ error: 'authentication required' });
   });
 
   test('an unknown plugin answers 404', async () => {
-    const response = await fetch(`${svc.url}/api/plugins/nobody/ping`);
+    const response = await svc.request(`/api/plugins/nobody/ping`);
     expect(response.status).toBe(404);
   });
 });

@@ -445,8 +445,13 @@ export function signBody(appSecret: string, rawBody: string | Buffer): string {
   return `sha256=${createHmac('sha256', appSecret).update(rawBody).digest('hex')}`;
 }
 
+/** How a webhook reaches the service: fetch over a socket, or a test service's `request`. */
+export type SendRequest = (url: string, init?: RequestInit) => Promise<Response>;
+
 export interface PostWebhookOptions {
   appSecret: string;
+  /** fetch unless given (a test service's `request` reaches it in-process). */
+  via?: SendRequest;
   /** Overrides the computed X-Hub-Signature-256; null sends no signature at all. */
   signature?: string | null;
 }
@@ -471,20 +476,21 @@ export async function postWebhook(
     headers['x-hub-signature'] =
       `sha1=${createHmac('sha1', options.appSecret).update(raw).digest('hex')}`;
   }
-  const response = await fetch(url, { method: 'POST', headers, body: raw });
+  const send = options.via ?? fetch;
+  const response = await send(url, { method: 'POST', headers, body: raw });
   return { status: response.status, text: await response.text() };
 }
 
 /** The subscription handshake: GET with hub.mode, hub.verify_token and hub.challenge. */
 export async function verifyWebhook(
   url: string,
-  options: { verifyToken: string; challenge?: string; mode?: string },
+  options: { verifyToken: string; challenge?: string; mode?: string; via?: SendRequest },
 ): Promise<{ status: number; text: string }> {
   const target = new URL(url);
   target.searchParams.set('hub.mode', options.mode ?? 'subscribe');
   target.searchParams.set('hub.verify_token', options.verifyToken);
   target.searchParams.set('hub.challenge', options.challenge ?? String(randomInt(1, 2 ** 31)));
-  const response = await fetch(target);
+  const response = await (options.via ?? fetch)(target.toString());
   return { status: response.status, text: await response.text() };
 }
 

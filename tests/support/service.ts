@@ -2,6 +2,7 @@ import { afterAll, beforeAll, expect } from '@jest/globals';
 import { loadConfig, type Config, type Env } from '../../src/config.js';
 import type { Db } from '../../src/db/client.js';
 import { createLogger, type Logger } from '../../src/log.js';
+import type { InProcessOptions } from '../../src/http/app.js';
 import type { LoadOptions } from '../../src/plugin-host/host.js';
 import { startService, type Service } from '../../src/server.js';
 import type { User } from '../../src/users/tables.js';
@@ -39,7 +40,20 @@ export function testConfig(env: Env = {}): Config {
 
 export interface TestService {
   service: Service;
-  url: string;
+  /**
+   * `http://127.0.0.1:port` of a service started with `listen: true`; reading it on one
+   * that does not listen throws (reach that one with `request` or `fetch`).
+   */
+  readonly url: string;
+  /** The origin in-process requests are addressed to: `url` when listening. */
+  origin: string;
+  /** Answers `request` in-process (src/http/app.ts inProcessFetch): no socket. */
+  fetch(request: Request, options?: InProcessOptions): Promise<Response>;
+  /**
+   * Sends `init` to `path` (or an absolute URL) in-process, like `fetch(url, init)` over
+   * a socket would, from 127.0.0.1 unless `options.remoteAddress` says otherwise.
+   */
+  request(path: string, init?: RequestInit, options?: InProcessOptions): Promise<Response>;
   db: TestDatabase;
   lines: LogLine[];
   workspace: Workspace;
@@ -86,7 +100,15 @@ export interface TestServiceOptions {
   env?: Env;
   plugins?: LoadOptions;
   db?: TestDatabase;
+  /**
+   * Listen on a free loopback port (default false): only a test of transport needs one
+   * (README, Tests). Without it every request goes in-process.
+   */
+  listen?: boolean;
 }
+
+/** Where in-process requests are addressed when the service does not listen. */
+const IN_PROCESS_ORIGIN = 'http://127.0.0.1';
 
 export async function startTestService(options: TestServiceOptions = {}): Promise<TestService> {
   const db = options.db ?? (await createTestDatabase());
@@ -96,8 +118,11 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
     log,
     databaseUrl: db.url,
     plugins: options.plugins ?? { only: [] },
+    listen: options.listen ?? false,
   });
-  const url = service.url;
+  const origin = service.url || IN_PROCESS_ORIGIN;
+  const request = (path: string, init?: RequestInit, inProcess?: InProcessOptions) =>
+    service.fetch(new Request(new URL(path, origin), init), inProcess);
   const workspace = await createWorkspace(db.database.db);
   const admin = await createUser(db.database.db, workspace, { role: 'admin' });
   const adminToken = await tokenFor(db.database.db, admin);
@@ -107,7 +132,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
     variables: Record<string, unknown> | undefined,
     headers: Record<string, string>,
   ) {
-    const response = await fetch(`${url}/api/graphql`, {
+    const response = await request('/api/graphql', {
       method: 'POST',
       headers: { 'content-type': 'application/json', ...headers },
       body: JSON.stringify({ query, variables }),
@@ -120,7 +145,15 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
   }
   return {
     service,
-    url,
+    get url() {
+      if (!service.url) {
+        throw new Error('this test service does not listen: start it with { listen: true }');
+      }
+      return service.url;
+    },
+    origin,
+    fetch: (req, inProcess) => service.fetch(req, inProcess),
+    request,
     db,
     lines,
     workspace,

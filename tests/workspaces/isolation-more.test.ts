@@ -388,8 +388,8 @@ describe('lists and counts never include another workspace’s rows', () => {
 
 describe('events', () => {
   test('a write in B never arrives on A’s coreEvent stream', async () => {
-    const aStream = await openStream(svc.url, svc.adminHeaders);
-    const bStream = await openStream(svc.url, b);
+    const aStream = await openStream(svc, svc.adminHeaders);
+    const bStream = await openStream(svc, b);
     try {
       expect([aStream.status, bStream.status]).toEqual([200, 200]);
       // B writes first, then A: were B's event to reach A, A would see it first.
@@ -447,8 +447,9 @@ describe('the agent endpoint (POST /api/mcp) sees only its own workspace', () =>
   ): Promise<CallToolResult> {
     const client = new Client({ name: 'isolation-test', version: '1.0.0' });
     await client.connect(
-      new StreamableHTTPClientTransport(new URL(`${svc.url}/api/mcp`), {
+      new StreamableHTTPClientTransport(new URL('/api/mcp', svc.origin), {
         requestInit: { headers: bearer(token) },
+        fetch: (url, init) => svc.request(String(url), init),
       }),
     );
     clients.push(client);

@@ -30,6 +30,7 @@ beforeAll(async () => {
     log: captureLogger().log,
     databaseUrl: first.db.url,
     plugins,
+    listen: false,
   });
 });
 afterAll(async () => {
@@ -37,37 +38,43 @@ afterAll(async () => {
   await first.stop();
 });
 
-async function graphAt(url: string, query: string, variables: Record<string, unknown> = {}) {
-  const response = await fetch(`${url}/api/graphql`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', ...first.adminHeaders },
-    body: JSON.stringify({ query, variables }),
-  });
+/** A server reached in-process: a started service, or a test service's. */
+type Server = Pick<Service, 'fetch'>;
+const at = (path: string, init?: RequestInit) => new Request(`http://127.0.0.1${path}`, init);
+
+async function graphAt(server: Server, query: string, variables: Record<string, unknown> = {}) {
+  const response = await server.fetch(
+    at('/api/graphql', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...first.adminHeaders },
+      body: JSON.stringify({ query, variables }),
+    }),
+  );
   const body = (await response.json()) as { data?: Record<string, string[]>; errors?: unknown };
   expect(body.errors).toBeUndefined();
   return body.data ?? {};
 }
 
 const DEFINITIONS = '{ probeDefinitions }';
-const definitionsAt = async (url: string) =>
-  (await graphAt(url, DEFINITIONS)).probeDefinitions ?? [];
+const definitionsAt = async (server: Server) =>
+  (await graphAt(server, DEFINITIONS)).probeDefinitions ?? [];
 
 describe('plugin definitions in the workspace cache', () => {
   test('a change through one server is seen there at once and by another within SVC_TENANTS_REFRESH', async () => {
     // Taken before the read: the other server's held value is no older than this.
     const heldSince = Date.now();
-    expect(await definitionsAt(second.url)).toEqual([]);
+    expect(await definitionsAt(second)).toEqual([]);
 
-    const defined = await graphAt(first.url, 'mutation { probeDefine(text: "stage") }');
+    const defined = await graphAt(first.service, 'mutation { probeDefine(text: "stage") }');
     expect(defined.probeDefine).toEqual(['stage']);
-    expect(await definitionsAt(first.url)).toEqual(['stage']);
+    expect(await definitionsAt(first.service)).toEqual(['stage']);
     // The other server still answers from what it holds...
-    expect(await definitionsAt(second.url)).toEqual([]);
+    expect(await definitionsAt(second)).toEqual([]);
 
     // ...until its held value is SVC_TENANTS_REFRESH old; then it rereads.
     let seen: string[] = [];
     while (Date.now() - heldSince < REFRESH_MS + 2000) {
-      seen = await definitionsAt(second.url);
+      seen = await definitionsAt(second);
       if (seen.length > 0) break;
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
@@ -80,7 +87,7 @@ describe('plugin definitions in the workspace cache', () => {
     try {
       const response = await other.graph('mutation { probeDefine(text: "other") }');
       expect(response.body.data?.probeDefine).toEqual(['other']);
-      expect(await definitionsAt(first.url)).not.toContain('other');
+      expect(await definitionsAt(first.service)).not.toContain('other');
     } finally {
       await other.service.shutdown();
     }
@@ -88,8 +95,10 @@ describe('plugin definitions in the workspace cache', () => {
 });
 
 describe('channel deliveries after a deactivation (SVC_TENANT_MACHINE_GRACE)', () => {
-  const deliver = (url: string, workspaceId: string, text: string) =>
-    fetch(`${url}/api/plugins/probe/deliveries/${workspaceId}`, { method: 'POST', body: text });
+  const deliver = (server: Server, workspaceId: string, text: string) =>
+    server.fetch(
+      at(`/api/plugins/probe/deliveries/${workspaceId}`, { method: 'POST', body: text }),
+    );
   async function recorded(workspaceId: string): Promise<string[]> {
     const rows = await first.db.database.sql<{ text: string }[]>`
       select text from probe_items where workspace_id = ${workspaceId} and text like 'delivery:%'
@@ -101,25 +110,25 @@ describe('channel deliveries after a deactivation (SVC_TENANT_MACHINE_GRACE)', (
     const svc = await startTestService({ plugins, db: first.db });
     const { id } = svc.workspace;
     try {
-      expect((await deliver(svc.url, id, 'active')).status).toBe(202);
+      expect((await deliver(svc.service, id, 'active')).status).toBe(202);
       await setWorkspaceDeactivated(svc.db.database.db, id, new Date());
       // The workspace's sessions and tokens stop at once...
       const refused = await svc.graph('{ me { id } }');
       expect(refused.body.errors?.[0]?.extensions.reason).toBe('authentication_required');
       // ...while machines keep delivering through the grace.
-      const during = await deliver(svc.url, id, 'within the grace');
+      const during = await deliver(svc.service, id, 'within the grace');
       expect(during.status).toBe(202);
       expect(await during.json()).toEqual({ recorded: true });
 
       const graceAgo = new Date(Date.now() - 336 * 3_600_000 - 1000);
       await setWorkspaceDeactivated(svc.db.database.db, id, graceAgo);
-      const after = await deliver(svc.url, id, 'past the grace');
+      const after = await deliver(svc.service, id, 'past the grace');
       expect(after.status).toBe(410);
       expect(await after.json()).toEqual({ recorded: false });
       expect(await recorded(id)).toEqual(['delivery: active', 'delivery: within the grace']);
 
       await setWorkspaceDeactivated(svc.db.database.db, id, null);
-      expect((await deliver(svc.url, id, 'reactivated')).status).toBe(202);
+      expect((await deliver(svc.service, id, 'reactivated')).status).toBe(202);
     } finally {
       await svc.service.shutdown();
     }
@@ -133,7 +142,7 @@ describe('channel deliveries after a deactivation (SVC_TENANT_MACHINE_GRACE)', (
     });
     const { id } = svc.workspace;
     try {
-      expect((await deliver(svc.url, id, 'active')).status).toBe(202);
+      expect((await deliver(svc.service, id, 'active')).status).toBe(202);
       const scope = { database: svc.service.database, config: testConfig() };
       expect((await getWorkspaceCached(scope, id))?.deactivatedAt).toBeNull();
 
@@ -143,7 +152,7 @@ describe('channel deliveries after a deactivation (SVC_TENANT_MACHINE_GRACE)', (
       expect(command.code).toBe(0);
       // The cached fields are still the active ones; the delivery check reads the table.
       expect((await getWorkspaceCached(scope, id))?.deactivatedAt).toBeNull();
-      const refused = await deliver(svc.url, id, 'after');
+      const refused = await deliver(svc.service, id, 'after');
       expect(refused.status).toBe(410);
       expect(await recorded(id)).toEqual(['delivery: active']);
     } finally {
@@ -153,7 +162,7 @@ describe('channel deliveries after a deactivation (SVC_TENANT_MACHINE_GRACE)', (
 
   test('a workspace that does not exist gets none', async () => {
     for (const id of ['00000000-0000-4000-8000-000000000000', 'not-a-workspace']) {
-      expect((await deliver(first.url, id, 'lost')).status).toBe(410);
+      expect((await deliver(first.service, id, 'lost')).status).toBe(410);
     }
   });
 });

@@ -105,8 +105,8 @@ async function settledRow(messageId: string): Promise<MediaRow> {
 }
 
 async function served(seeded: Seeded): Promise<{ status: number; body: string }> {
-  const response = await fetch(
-    `${svc.url}/api/plugins/chat/conversations/${seeded.conversationId}/messages/${seeded.messageId}/media`,
+  const response = await svc.request(
+    `/api/plugins/chat/conversations/${seeded.conversationId}/messages/${seeded.messageId}/media`,
     { headers: svc.adminHeaders },
   );
   return { status: response.status, body: await response.text() };

@@ -121,8 +121,8 @@ async function waitForRow(
 
 const settled = (row: MediaRow) => row.media_state !== 'pending';
 
-function mediaUrl(base: string, seeded: Seeded): string {
-  return `${base}/api/plugins/chat/conversations/${seeded.conversationId}/messages/${seeded.messageId}/media`;
+function mediaPath(seeded: Seeded): string {
+  return `/api/plugins/chat/conversations/${seeded.conversationId}/messages/${seeded.messageId}/media`;
 }
 
 async function getMedia(
@@ -130,7 +130,7 @@ async function getMedia(
   headers: Record<string, string> = {},
   method = 'GET',
 ): Promise<{ status: number; headers: Headers; body: Buffer }> {
-  const response = await fetch(mediaUrl(svc.url, seeded), {
+  const response = await svc.request(mediaPath(seeded), {
     method,
     headers: { ...svc.adminHeaders, ...headers },
   });
@@ -358,7 +358,7 @@ describe('the media route', () => {
   test('a session reads it too', async () => {
     const { sessionCookieFor } = await import('../../support/factories.js');
     const cookie = await sessionCookieFor(svc.db.database.db, svc.admin);
-    const response = await fetch(mediaUrl(svc.url, seeded), { headers: { cookie } });
+    const response = await svc.request(mediaPath(seeded), { headers: { cookie } });
     expect(response.status).toBe(200);
     expect(Buffer.from(await response.arrayBuffer()).equals(bytes)).toBe(true);
   });
@@ -482,8 +482,8 @@ describe('the media route', () => {
         catalogue: svc.service.access,
       }),
     );
-    for (const url of [mediaUrl(svc.url, seeded), `${svc.url}/api/plugins/chat/no/such/path`]) {
-      const response = await fetch(url, { headers: narrow });
+    for (const path of [mediaPath(seeded), '/api/plugins/chat/no/such/path']) {
+      const response = await svc.request(path, { headers: narrow });
       expect(response.status).toBe(403);
       expect(await response.json()).toEqual({ error: 'scope required: chat:read' });
     }
@@ -493,12 +493,12 @@ describe('the media route', () => {
         catalogue: svc.service.access,
       }),
     );
-    const served = await fetch(mediaUrl(svc.url, seeded), { headers: reader });
+    const served = await svc.request(mediaPath(seeded), { headers: reader });
     expect(served.status).toBe(200);
     expect(Buffer.from(await served.arrayBuffer()).equals(bytes)).toBe(true);
-    const unserved = await fetch(`${svc.url}/api/plugins/chat/no/such/path`, { headers: reader });
+    const unserved = await svc.request(`/api/plugins/chat/no/such/path`, { headers: reader });
     expect(unserved.status).toBe(404);
-    const anonymous = await fetch(mediaUrl(svc.url, seeded));
+    const anonymous = await svc.request(mediaPath(seeded));
     expect(anonymous.status).toBe(401);
   });
 
@@ -506,16 +506,16 @@ describe('the media route', () => {
     const big = await storedFile(randomBytes(8 * 1024 * 1024), 'video/mp4', 'clip.mp4');
     // Five downloads whose bodies are not read stay open (the stream waits on the client).
     const open = await Promise.all(
-      Array.from({ length: 5 }, () => fetch(mediaUrl(svc.url, big), { headers: svc.adminHeaders })),
+      Array.from({ length: 5 }, () => svc.request(mediaPath(big), { headers: svc.adminHeaders })),
     );
     try {
       expect(open.map((response) => response.status)).toEqual([200, 200, 200, 200, 200]);
-      const refused = await fetch(mediaUrl(svc.url, big), { headers: svc.adminHeaders });
+      const refused = await svc.request(mediaPath(big), { headers: svc.adminHeaders });
       expect(refused.status).toBe(429);
       expect(refused.headers.get('retry-after')).toMatch(/^\d+$/);
       await refused.body?.cancel();
       // Public paths are exempt: the platform's webhook is still answered.
-      const handshake = await fetch(`${svc.url}/api/plugins/chat/webhook?hub.mode=subscribe`);
+      const handshake = await svc.request(`/api/plugins/chat/webhook?hub.mode=subscribe`);
       expect(handshake.status).toBe(403); // no verify token in this service: refused, not 429
     } finally {
       await Promise.all(open.map((response) => response.body?.cancel()));
@@ -524,7 +524,7 @@ describe('the media route', () => {
     const deadline = Date.now() + 10_000;
     let status = 429;
     while (status === 429 && Date.now() < deadline) {
-      const response = await fetch(mediaUrl(svc.url, big), {
+      const response = await svc.request(mediaPath(big), {
         method: 'HEAD',
         headers: svc.adminHeaders,
       });
@@ -548,7 +548,7 @@ describe('the media route', () => {
     const elsewhere = await createWorkspace(svc.db.database.db);
     const stranger = await createUser(svc.db.database.db, elsewhere, { role: 'admin' });
     const theirs = bearer(await tokenFor(svc.db.database.db, stranger));
-    const answer = await fetch(mediaUrl(svc.url, seeded), { headers: theirs });
+    const answer = await svc.request(mediaPath(seeded), { headers: theirs });
     expect(answer.status).toBe(404);
     expect(await answer.json()).toEqual({ error: 'not found' });
 
@@ -558,7 +558,7 @@ describe('the media route', () => {
     const mine = await getMedia(again);
     expect(mine.body.equals(more)).toBe(true);
     expect(mine.headers.get('content-disposition')).toBe('inline');
-    expect((await fetch(mediaUrl(svc.url, again), { headers: theirs })).status).toBe(404);
+    expect((await svc.request(mediaPath(again), { headers: theirs })).status).toBe(404);
   });
 });
 
@@ -608,7 +608,7 @@ describe('a restart', () => {
     try {
       const row = await waitForRow(db, seeded.messageId, settled);
       expect(row).toMatchObject({ media_state: 'stored', media_attempts: 2 });
-      const response = await fetch(mediaUrl(second.url, seeded), {
+      const response = await second.request(mediaPath(seeded), {
         headers: bearer(
           await tokenFor(
             db.database.db,

@@ -376,7 +376,8 @@ describe('the plugin without its settings is inert', () => {
     await platform?.close();
   });
 
-  const webhookUrl = () => `${svc.url}/api/plugins/chat/webhook`;
+  const webhookUrl = () => `${svc.origin}/api/plugins/chat/webhook`;
+  const via = (url: string, init?: RequestInit) => svc.request(url, init);
   const payload = () =>
     inboundMessage({
       phoneNumberId: NUMBER,
@@ -388,27 +389,32 @@ describe('the plugin without its settings is inert', () => {
 
   test('without SVC_CHAT_APP_SECRET every POST is 403, however it is signed', async () => {
     for (const appSecret of [APP_SECRET, '', 'x']) {
-      const answer = await postWebhook(webhookUrl(), payload(), { appSecret });
+      const answer = await postWebhook(webhookUrl(), payload(), { appSecret, via });
       expect(answer).toEqual({ status: 403, text: '' });
     }
     // Signed with the empty secret by hand, and not signed at all.
     const unsigned = await postWebhook(webhookUrl(), payload(), {
       appSecret: APP_SECRET,
+      via,
       signature: null,
     });
     expect(unsigned.status).toBe(403);
-    const garbage = await postWebhook(webhookUrl(), 'not even json', { appSecret: '' });
+    const garbage = await postWebhook(webhookUrl(), 'not even json', { appSecret: '', via });
     expect(garbage.status).toBe(403);
     expect(await messagesIn(svc, svc.workspace.id)).toBe(0);
   });
 
   test('without SVC_CHAT_VERIFY_TOKEN the GET handshake is 403', async () => {
     for (const verifyToken of ['chat-verify-token', '', 'undefined', 'null']) {
-      const answer = await verifyWebhook(webhookUrl(), { verifyToken, challenge: '1158201444' });
+      const answer = await verifyWebhook(webhookUrl(), {
+        verifyToken,
+        challenge: '1158201444',
+        via,
+      });
       expect(answer.status).toBe(403);
       expect(answer.text).not.toContain('1158201444');
     }
-    const bare = await fetch(`${webhookUrl()}?hub.mode=subscribe&hub.challenge=42`);
+    const bare = await svc.request(`${webhookUrl()}?hub.mode=subscribe&hub.challenge=42`);
     expect(bare.status).toBe(403);
   });
 

@@ -131,7 +131,7 @@ async function startConversation(): Promise<{ id: string; from: string }> {
  */
 async function subscribe(headers: Headers, query: string): Promise<SseStream> {
   const before = svc.service.events.size();
-  const stream = await openStream(svc.url, headers, query);
+  const stream = await openStream(svc, headers, query);
   expect(stream.status).toBe(200);
   const bound = Date.now() + 10_000;
   while (svc.service.events.size() <= before) {
@@ -397,7 +397,7 @@ describe('access', () => {
     ['chatMessageReceived', messageReceived('00000000-0000-4000-8000-000000000000')],
   ])('%s refuses a token without chat:read', async (_field, query) => {
     const narrow = await reader(['contacts:read']);
-    const stream = await openStream(svc.url, narrow, query);
+    const stream = await openStream(svc, narrow, query);
     try {
       const frame = await stream.next();
       expect(frame.data ?? null).toBeNull();
@@ -419,7 +419,7 @@ describe('access', () => {
   });
 
   test('an anonymous subscription is refused', async () => {
-    const stream = await openStream(svc.url, {}, CONVERSATION_EVENT);
+    const stream = await openStream(svc, {}, CONVERSATION_EVENT);
     try {
       const frame = await stream.next();
       expect(frame.errors).toEqual([
@@ -449,7 +449,7 @@ describe('stream slots (SVC_STREAMS_PER_USER, default 5)', () => {
         streams.push(await subscribe(headers, query));
       }
       for (const query of [CONVERSATION_EVENT, messageReceived(id), CORE_EVENT]) {
-        const refused = await openStream(svc.url, headers, query);
+        const refused = await openStream(svc, headers, query);
         expect(refused.status).toBe(429);
         expect(refused.headers.get('retry-after')).toMatch(/^\d+$/);
         await refused.ended;
@@ -475,7 +475,7 @@ describe('stream slots (SVC_STREAMS_PER_USER, default 5)', () => {
       await close(streams.pop()!);
       let again: SseStream | undefined;
       for (let attempt = 0; attempt < 200 && !again; attempt += 1) {
-        const stream = await openStream(svc.url, headers, messageReceived(id));
+        const stream = await openStream(svc, headers, messageReceived(id));
         if (stream.status === 200) again = stream;
         else {
           await stream.ended;

@@ -3,6 +3,7 @@ import {
   postWebhook,
   startChatPlatform,
   type ChatPlatform,
+  type SendRequest,
   type WebhookPayload,
 } from '../../support/chat-platform.js';
 import {
@@ -20,6 +21,8 @@ export interface ChatHarness {
   svc: TestService;
   platform: ChatPlatform;
   webhookUrl: string;
+  /** Sends a request to the service in-process (`svc.request`), for postWebhook's `via`. */
+  via: SendRequest;
   /** Posts a payload signed as the platform signs it. */
   deliver(payload: WebhookPayload | string): Promise<{ status: number; text: string }>;
   stop(): Promise<void>;
@@ -41,12 +44,14 @@ export async function startChatHarness(
       ...options.env,
     },
   });
-  const webhookUrl = `${svc.url}/api/plugins/chat/webhook`;
+  const webhookUrl = `${svc.origin}/api/plugins/chat/webhook`;
+  const via: SendRequest = (url, init) => svc.request(url, init);
   return {
     svc,
     platform,
     webhookUrl,
-    deliver: (payload) => postWebhook(webhookUrl, payload, { appSecret: APP_SECRET }),
+    via,
+    deliver: (payload) => postWebhook(webhookUrl, payload, { appSecret: APP_SECRET, via }),
     async stop() {
       await svc.stop();
       await platform.close();

@@ -62,6 +62,7 @@ async function thread(peer: string) {
 describe('GET webhook: the handshake', () => {
   test('echoes the challenge as plain text for the right token and mode', async () => {
     const answer = await verifyWebhook(h.webhookUrl, {
+      via: h.via,
       verifyToken: VERIFY_TOKEN,
       challenge: '1158201444',
     });
@@ -72,7 +73,7 @@ describe('GET webhook: the handshake', () => {
       'hub.verify_token': VERIFY_TOKEN,
       'hub.challenge': '7',
     });
-    const response = await fetch(`${h.webhookUrl}?${query}`);
+    const response = await h.svc.request(`${h.webhookUrl}?${query}`);
     expect(response.headers.get('content-type')).toMatch(/^text\/plain/);
     expect(await response.text()).toBe('7');
   });
@@ -82,7 +83,11 @@ describe('GET webhook: the handshake', () => {
     ['another mode', { verifyToken: VERIFY_TOKEN, mode: 'unsubscribe' }],
     ['a token of another length', { verifyToken: `${VERIFY_TOKEN}-longer` }],
   ])('answers 403 with no body for %s', async (_label, given) => {
-    const answer = await verifyWebhook(h.webhookUrl, { challenge: '42', ...given });
+    const answer = await verifyWebhook(h.webhookUrl, {
+      via: h.via,
+      challenge: '42',
+      ...given,
+    });
     expect(answer.status).toBe(403);
     expect(answer.text).toBe('');
   });
@@ -98,7 +103,11 @@ describe('POST webhook: the signature', () => {
     ['wrong', signBody('another secret', '{}')],
   ])('a %s signature answers 403 with no body and stores nothing', async (_label, signature) => {
     const before = await messageCount();
-    const answer = await postWebhook(h.webhookUrl, payload(), { appSecret: APP_SECRET, signature });
+    const answer = await postWebhook(h.webhookUrl, payload(), {
+      appSecret: APP_SECRET,
+      via: h.via,
+      signature,
+    });
     expect(answer).toEqual({ status: 403, text: '' });
     expect(await messageCount()).toBe(before);
   });
@@ -107,6 +116,7 @@ describe('POST webhook: the signature', () => {
     const body = payload();
     const answer = await postWebhook(h.webhookUrl, body.replace('signed?', 'signed!'), {
       appSecret: APP_SECRET,
+      via: h.via,
       signature: signBody(APP_SECRET, body),
     });
     expect(answer.status).toBe(403);
@@ -114,7 +124,7 @@ describe('POST webhook: the signature', () => {
 
   test('an unreadable payload answers 400 with no body', async () => {
     for (const body of ['not json', '[]', '{"object":"whatsapp_business_account"}']) {
-      const answer = await postWebhook(h.webhookUrl, body, { appSecret: APP_SECRET });
+      const answer = await postWebhook(h.webhookUrl, body, { appSecret: APP_SECRET, via: h.via });
       expect(answer).toEqual({ status: 400, text: '' });
     }
   });

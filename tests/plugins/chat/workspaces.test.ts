@@ -342,10 +342,10 @@ describe("another workspace's conversations", () => {
       if (Date.now() > deadline) throw new Error(`media never stored: ${JSON.stringify(image)}`);
       if (!path) await new Promise((resolve) => setTimeout(resolve, 50));
     }
-    const own = await fetch(`${svc.url}${path}`, { headers: headersA });
+    const own = await svc.request(`${path}`, { headers: headersA });
     expect(own.status).toBe(200);
     expect(Buffer.from(await own.arrayBuffer()).equals(bytes)).toBe(true);
-    const foreign = await fetch(`${svc.url}${path}`, { headers: headersB });
+    const foreign = await svc.request(`${path}`, { headers: headersB });
     expect(foreign.status).toBe(404);
     expect(await foreign.json()).toEqual({ error: 'not found' });
     expect(foreign.headers.get('etag')).toBeNull();

@@ -29,6 +29,7 @@ beforeAll(async () => {
     log: captureLogger().log,
     databaseUrl: svc.db.url,
     plugins: {},
+    listen: false,
   });
 });
 
@@ -37,12 +38,15 @@ afterAll(async () => {
   await svc.stop();
 });
 
-async function namesAt(url: string): Promise<string[]> {
-  const response = await fetch(`${url}/api/graphql`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', ...svc.adminHeaders },
-    body: JSON.stringify({ query: FIELDS }),
-  });
+/** The field names a server answers, reached in-process. */
+async function namesAt(server: Pick<Service, 'fetch'>): Promise<string[]> {
+  const response = await server.fetch(
+    new Request('http://127.0.0.1/api/graphql', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...svc.adminHeaders },
+      body: JSON.stringify({ query: FIELDS }),
+    }),
+  );
   const body = (await response.json()) as { data: { fields: FieldData[] } };
   return body.data.fields.map((field) => field.name);
 }
@@ -50,20 +54,20 @@ async function namesAt(url: string): Promise<string[]> {
 /** Reads the second server until it answers `expected` or `ms` pass; answers the last read. */
 async function secondSeesWithin(expected: string[], ms: number): Promise<string[]> {
   const until = Date.now() + ms;
-  let seen = await namesAt(second.url);
+  let seen = await namesAt(second);
   while (JSON.stringify(seen) !== JSON.stringify(expected) && Date.now() < until) {
     await new Promise((resolve) => setTimeout(resolve, 25));
-    seen = await namesAt(second.url);
+    seen = await namesAt(second);
   }
   return seen;
 }
 
 describe('definitions across processes', () => {
   test('a change through one server is seen by another at once, not after the refresh', async () => {
-    expect(await namesAt(second.url)).toEqual([]); // now held for SVC_TENANTS_REFRESH
+    expect(await namesAt(second)).toEqual([]); // now held for SVC_TENANTS_REFRESH
     const { body } = await svc.graph(DEFINE, { input: fieldInput('tier', 'text') });
     const field = dataOf<FieldData>(body, 'defineField');
-    expect(await namesAt(svc.url)).toEqual(['tier']);
+    expect(await namesAt(svc.service)).toEqual(['tier']);
     expect(await secondSeesWithin(['tier'], 5000)).toEqual(['tier']);
 
     await svc.graph(`mutation ($id: UUID!) { archiveField(id: $id) { id } }`, { id: field.id });

@@ -53,7 +53,7 @@ async function startExport(
 }
 
 async function download(url: string, headers: Headers): Promise<Response> {
-  return fetch(`${svc.url}${url}`, { headers });
+  return svc.request(url, { headers });
 }
 
 /** The CSV's records (header first), read as a spreadsheet program would split them. */

@@ -22,6 +22,6 @@ export async function uploadFile(
   form.append('operations', JSON.stringify({ query, variables: { file: null } }));
   form.append('map', JSON.stringify({ 0: ['variables.file'] }));
   form.append('0', new Blob([bytes as BlobPart]), name);
-  const response = await fetch(`${svc.url}/api/graphql`, { method: 'POST', headers, body: form });
+  const response = await svc.request(`/api/graphql`, { method: 'POST', headers, body: form });
   return { status: response.status, body: (await response.json()) as GraphBody };
 }
