@@ -320,7 +320,7 @@ describe('access on the direct path', () => {
     });
     if (!('actor' in credential) || !credential.actor) throw new Error('the token must work');
     const scoped = credential.actor;
-    const response = await fetch(`${svc.url}${GRAPH_PATH}`, {
+    const response = await svc.request(GRAPH_PATH, {
       method: 'POST',
       headers: { 'content-type': 'application/json', ...headers },
       body,
@@ -353,7 +353,7 @@ describe('access on the direct path', () => {
     expect(direct).toEqual(yoga);
     // And a token holding the scope is answered on the direct path.
     const { headers: reader } = await freshWorkspaceHeaders(svc, ['meta:read']);
-    const allowed = await fetch(`${svc.url}${GRAPH_PATH}`, {
+    const allowed = await svc.request(GRAPH_PATH, {
       method: 'POST',
       headers: { 'content-type': 'application/json', ...reader },
       body,

@@ -80,7 +80,7 @@ describe('readiness', () => {
       // The pool's connections were ended: until it has reconnected, readyz says unreachable.
       let answer: { status: number; retryAfter: string | null; body: unknown } | undefined;
       await waitFor('readyz to find the server read-only', async () => {
-        const response = await fetch(`${primaryOnly.url}/api/readyz`);
+        const response = await primaryOnly.request('/api/readyz');
         const body = await response.json();
         answer = { status: response.status, retryAfter: response.headers.get('retry-after'), body };
         return (body as { status: string }).status !== 'database unreachable';
