@@ -140,10 +140,12 @@ export { pageSize } from '../paging/index.js';
 /**
  * Untrusted input parsed off the serving process: a JavaScript module's default export run
  * in a worker process under memory, time and answer limits, counted against the process's
- * and the workspace's worker bounds (an uploaded spreadsheet; docs/plugins.md).
+ * and the workspace's worker bounds (an uploaded spreadsheet; docs/plugins.md); with
+ * `streamInWorker`, its answer read back one batch at a time.
  */
 export {
   runInWorker,
+  streamInWorker,
   WorkerLimitError,
   type WorkerLimits,
   type WorkerFailure,
