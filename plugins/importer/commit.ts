@@ -521,7 +521,7 @@ export async function commitImport(ctx: Context, id: string): Promise<ImportView
         fields,
         job.existingContacts === 'merge' ? 'merge' : 'skip',
       );
-      const write = { workspaceId, actorUserId: actor.userId };
+      const write = { workspaceId, actorUserId: actor.userId, lookup: db };
       let rows = 0;
       let created = 0;
       let merged = 0;
@@ -583,10 +583,12 @@ const DONE: Record<RowOutcome, RowOutcome> = {
   skipped: 'skipped',
 };
 
-/** What a commit writes with: the workspace and the actor. */
+/** What a commit writes with: the workspace, the actor, and a connection beside it. */
 interface Write {
   workspaceId: string;
   actorUserId: string;
+  /** Reads what others committed (who took an address meanwhile). */
+  lookup: Db;
 }
 
 /** The rows' custom field values as judged, for the fields service's bulk writes. */
@@ -603,6 +605,7 @@ async function createRows(tx: Db, write: Write, batch: readonly Judged[]): Promi
     tx,
     write.workspaceId,
     importable.map((row) => row.contact!),
+    { lookup: write.lookup },
   );
   importable.forEach((row, n) => {
     row.contactId = ids[n]!;
@@ -611,7 +614,13 @@ async function createRows(tx: Db, write: Write, batch: readonly Judged[]): Promi
   });
   const writes = checkedValues(importable);
   if (writes.length > 0) {
-    await findService('fields')!.writeValuesMany(tx, { ...write, writes, event: false });
+    await findService('fields')!.writeValuesMany(tx, {
+      workspaceId: write.workspaceId,
+      actorUserId: write.actorUserId,
+      writes,
+      event: false,
+      fresh: true,
+    });
   }
   return importable.length;
 }
@@ -643,7 +652,12 @@ async function mergeRows(tx: Db, write: Write, batch: readonly Judged[]): Promis
   );
   const writes = checkedValues(merging);
   if (writes.length > 0) {
-    await findService('fields')!.fillValuesMany(tx, { ...write, writes, event: false });
+    await findService('fields')!.fillValuesMany(tx, {
+      workspaceId: write.workspaceId,
+      actorUserId: write.actorUserId,
+      writes,
+      event: false,
+    });
   }
   return merging.length;
 }
