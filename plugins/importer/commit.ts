@@ -8,6 +8,7 @@ import {
   lockContactsIn,
   analyzeContacts,
   createContactsIn,
+  drizzleOver,
   IDENTITIES_PER_CONTACT,
   identityCounts,
   findService,
@@ -58,6 +59,12 @@ const IMPORTS_ANYWAY = new Set(['row_cell_count_mismatch']);
 
 /** Rows written per batch (and per statement of reasons); progress moves by a batch. */
 const BATCH = 2_000;
+
+/**
+ * The statistics refresh the last commit of this process started (`analyzeContacts`):
+ * a mapping or commit waits for it, so its lookups plan with the contacts just written.
+ */
+let refreshing: Promise<void> = Promise.resolve();
 
 async function writableFields(ctx: Context): Promise<readonly WritableField[]> {
   const fields = findService('fields');
@@ -449,6 +456,7 @@ export async function setMapping(
 ): Promise<ImportView> {
   const { workspaceId } = signedIn(ctx);
   await findImport(ctx, id); // an unknown id is import_not_found before anything else
+  await refreshing;
   const targets = await importTargets(ctx);
   const fields = await writableFields(ctx);
   const mapped = await ctx.database.db.transaction(async (tx) => {
@@ -501,6 +509,7 @@ export async function commitImport(ctx: Context, id: string): Promise<ImportView
     throw refuse('mapping_required');
   }
   const fields = await writableFields(ctx);
+  await refreshing;
   const { db } = ctx.database;
   let progress: ProgressReport | undefined;
   try {
@@ -556,12 +565,15 @@ export async function commitImport(ctx: Context, id: string): Promise<ImportView
       });
       return done!;
     });
-    // The next import's lookups plan with the contacts this one wrote.
-    // Merged rows added identities too.
+    // The next import's lookups plan with the contacts this one wrote (merged rows added
+    // identities too): refreshed once the answer is on its way, on the pool rather than the
+    // request's gate, which lets go of the request's statements when it is answered.
     const written = (committed.createdCount ?? 0) + (committed.mergedCount ?? 0);
-    await analyzeContacts(db, written).catch((failure: unknown) =>
-      ctx.log.warn({ err: failure }, 'contacts not analyzed after an import'),
-    );
+    refreshing = refreshing
+      .then(() => analyzeContacts(drizzleOver(ctx.database.sql), written))
+      .catch((failure: unknown) =>
+        ctx.log.warn({ err: failure }, 'contacts not analyzed after an import'),
+      );
     return { ...committed, progress: null };
   } catch (error) {
     if (isLockBusy(error)) throw refuse('import_busy');
