@@ -534,16 +534,23 @@ export async function commitImport(ctx: Context, id: string): Promise<ImportView
       let rows = 0;
       let created = 0;
       let merged = 0;
-      for await (const staged of stagedBatches(tx, job)) {
+      // A batch's reasons (and the progress beside) are stored while the next batch is read
+      // and judged beside the transaction (the staged rows are committed, and this
+      // transaction holds the import); what is pending holds its statement's arrays, not
+      // the rows.
+      let stored: Promise<unknown> = Promise.resolve();
+      for await (const staged of stagedBatches(db, job)) {
         const batch = await judge.judge(staged);
+        await stored;
         created += await createRows(tx, write, batch);
         merged += await mergeRows(tx, write, batch);
         heldInFile(batch);
         for (const row of batch) row.outcome = DONE[row.outcome];
-        await storeReasons(tx, job, batch);
-        await progress!.advance(batch.length);
+        stored = Promise.all([storeReasons(tx, job, batch), progress!.advance(batch.length)]);
+        stored.catch(() => {}); // awaited with the next batch, or below
         rows += batch.length;
       }
+      await stored;
       const skipped = rows - created - merged;
       const [done] = await tx
         .update(imports)
