@@ -1,13 +1,14 @@
 // Mapping an import's columns and committing it (docs/importer.md): every row judged by
 // the mapping (SPEC 2.10's reasons), then the rows without a blocking reason written as
 // contacts, identities and custom field values in one transaction.
-import { and, asc, eq, sql } from 'drizzle-orm';
+import { and, asc, eq, gt, sql } from 'drizzle-orm';
 import {
   AppError,
   addIdentitiesIn,
   lockContactsIn,
   analyzeContacts,
   createContactsIn,
+  drizzleOver,
   IDENTITIES_PER_CONTACT,
   identityCounts,
   findService,
@@ -21,6 +22,7 @@ import {
   splitListCell,
   type Context,
   type Db,
+  type CheckedFieldValues,
   type FieldsService,
   type NewContact,
   type WritableField,
@@ -57,6 +59,12 @@ const IMPORTS_ANYWAY = new Set(['row_cell_count_mismatch']);
 
 /** Rows written per batch (and per statement of reasons); progress moves by a batch. */
 const BATCH = 2_000;
+
+/**
+ * The statistics refresh the last commit of this process started (`analyzeContacts`):
+ * a mapping or commit waits for it, so its lookups plan with the contacts just written.
+ */
+let refreshing: Promise<void> = Promise.resolve();
 
 async function writableFields(ctx: Context): Promise<readonly WritableField[]> {
   const fields = findService('fields');
@@ -121,8 +129,19 @@ export type ExistingContacts = 'skip' | 'merge';
 /** What the commit will do with a row, then (past tense) what it did. */
 export type RowOutcome = 'create' | 'merge' | 'skip' | 'created' | 'merged' | 'skipped';
 
+/**
+ * A row of the file that creates a contact, as later rows of the file see it: its line,
+ * its name, and its contact once the commit created it. Kept per address it claims, in
+ * place of the row itself, so judging holds one batch of rows at a time.
+ */
+interface FileContact {
+  line: number;
+  name: string;
+  contactId: string | null;
+}
+
 /** A contact a merging row goes into: one of the workspace's, or an earlier row's. */
-type MergeTarget = { contactId: string; name: string } | { row: Judged };
+type MergeTarget = { contactId: string; name: string } | { row: FileContact };
 
 /** A staged row read through the mapping. */
 interface Judged {
@@ -131,9 +150,12 @@ interface Judged {
   contactId: string | null;
   outcome: RowOutcome;
   contact?: NewContact;
-  values?: Record<string, string>;
+  /** The row's custom field values as checked when judged (written as they are). */
+  checked?: CheckedFieldValues;
+  /** For a row creating a contact: what later rows see of it. */
+  creates?: FileContact;
   /** For `identity_taken`: the earlier row of the file that holds the address. */
-  heldBy?: Judged;
+  heldBy?: FileContact;
   /** For a merge: the contact it goes into, and the identities of the row it adds. */
   mergeInto?: MergeTarget;
   adds?: NewContact['identities'][number][];
@@ -145,21 +167,52 @@ const reason = (code: RowReasonCode, meta: Record<string, unknown> = {}): RowRea
 });
 
 /**
- * Every row through the mapping, in file order: its blocking reason, or the contact and
- * values it will write, or (`existing` is merge) the contact it merges into. Addresses
- * held in the workspace, or by an earlier row of the file, are judged by `skipHeld` or
- * `mergeHeld`.
+ * Judges an import's rows through the mapping a batch at a time, in file order: each row's
+ * blocking reason, or the contact and values it will write, or (`existing` is merge) the
+ * contact it merges into. What a row leaves for later rows (the addresses it claims, the
+ * contacts it merges into) is kept between batches, one entry per address, never the rows.
+ * Addresses held in the workspace are read per batch through `lookup`, which must not see
+ * the contacts the commit writes (the file's own are judged by what it claims).
  */
-async function judgeRows(
-  db: Db,
-  workspaceId: string,
-  rows: readonly ImportRow[],
-  mapping: readonly (string | null)[],
-  fields: readonly WritableField[],
-  existing: ExistingContacts,
-): Promise<Judged[]> {
-  const fieldService = findService('fields');
-  const judged: Judged[] = rows.map((row) => {
+class RowJudge {
+  /** skip: the first row of the file holding each address (null: one that creates nothing). */
+  private readonly inFile = new Map<string, FileContact | null>();
+  /** merge: the workspace's contacts met so far, and the target each address claims. */
+  private readonly existing = new Map<string, MergeTarget>();
+  private readonly claimed = new Map<string, MergeTarget>();
+  /** merge: how many identities each target holds, counting what rows add to it. */
+  private readonly held = new Map<MergeTarget, number>();
+  private readonly fieldService = findService('fields');
+
+  constructor(
+    private readonly lookup: Db,
+    private readonly workspaceId: string,
+    private readonly mapping: readonly (string | null)[],
+    private readonly fields: readonly WritableField[],
+    private readonly mode: ExistingContacts,
+  ) {}
+
+  async judge(rows: readonly ImportRow[]): Promise<Judged[]> {
+    const judged = rows.map((row) => this.alone(row));
+    const candidates = judged.filter((row) => row.contact);
+    const keys = (row: Judged) => row.contact!.identities.map(identityKey);
+    const holders = await identityHolders(
+      this.lookup,
+      this.workspaceId,
+      candidates.flatMap((row) => row.contact!.identities),
+    );
+    if (this.mode === 'merge') {
+      const met = [...holders.values()]
+        .map((holder) => holder.contactId)
+        .filter((id) => !this.existing.has(id));
+      const counts = await identityCounts(this.lookup, this.workspaceId, met);
+      for (const row of candidates) this.merge(row, keys(row), holders, counts);
+    } else for (const row of candidates) this.skip(row, keys(row), holders);
+    return judged;
+  }
+
+  /** A row judged on its own cells: a blocking reason, or the contact and values. */
+  private alone(row: ImportRow): Judged {
     // A legacy text reason blocks as any other reason of its time did.
     const stored =
       typeof row.reason === 'string' ? reason('legacy_text', { text: row.reason }) : row.reason;
@@ -171,7 +224,7 @@ async function judgeRows(
     let name = '';
     const identities: { channel: string; identifier: string }[] = [];
     const values: Record<string, string> = {};
-    mapping.forEach((target, i) => {
+    this.mapping.forEach((target, i) => {
       if (!target || cell(i) === '') return;
       if (target === 'name') name = cell(i);
       else if (target.startsWith('identity:')) {
@@ -187,25 +240,113 @@ async function judgeRows(
     if (contact instanceof AppError) {
       return skipped(row.line, reason('contact_details_invalid'));
     }
-    const fieldReason = fieldService
-      ? valuesReason(checkCells(fieldService, fields, values))
-      : null;
-    if (fieldReason) return skipped(row.line, fieldReason);
+    let checked: CheckedFieldValues | undefined;
+    if (this.fieldService && Object.keys(values).length > 0) {
+      const result = checkCells(this.fieldService, this.fields, values);
+      const fieldReason = valuesReason(result);
+      if (fieldReason) return skipped(row.line, fieldReason);
+      checked = result as CheckedFieldValues;
+    }
     const kept = stored && IMPORTS_ANYWAY.has(stored.code) ? stored : null;
-    return { line: row.line, reason: kept, contactId: null, outcome: 'create', contact, values };
-  });
+    return {
+      line: row.line,
+      reason: kept,
+      contactId: null,
+      outcome: 'create',
+      contact,
+      ...(checked ? { checked } : {}),
+    };
+  }
 
-  const candidates = judged.filter((row) => row.contact);
-  const holders = await identityHolders(
-    db,
-    workspaceId,
-    candidates.flatMap((row) => row.contact!.identities),
-  );
-  if (existing === 'merge') {
-    const held = [...holders.values()].map((holder) => holder.contactId);
-    mergeHeld(candidates, holders, await identityCounts(db, workspaceId, held));
-  } else skipHeld(candidates, holders);
-  return judged;
+  /**
+   * SPEC 2.10: a row holding an address a contact of the workspace holds is left out as
+   * `identity_taken_by`, one holding an address an earlier row holds as `identity_taken`.
+   */
+  private skip(row: Judged, keys: readonly string[], holders: Holders): void {
+    const holder = keys.map((key) => holders.get(key)).find(Boolean);
+    const earlier = keys.map((key) => this.inFile.get(key)).find((seen) => seen !== undefined);
+    if (holder) {
+      Object.assign(row, {
+        reason: reason('identity_taken_by', { ownerName: holder.contactName }),
+        contactId: holder.contactId,
+        contact: undefined,
+        checked: undefined,
+        outcome: 'skip',
+      });
+    } else if (earlier !== undefined) {
+      Object.assign(row, {
+        reason: reason('identity_taken'),
+        contact: undefined,
+        checked: undefined,
+        outcome: 'skip',
+      });
+      // The earlier row's contact, once a commit creates it, holds the address.
+      if (earlier) row.heldBy = earlier;
+    }
+    const seen = row.contact ? this.creating(row) : null;
+    for (const key of keys) if (!this.inFile.has(key)) this.inFile.set(key, seen);
+  }
+
+  /** What later rows see of a row creating a contact. */
+  private creating(row: Judged): FileContact {
+    row.creates ??= { line: row.line, name: row.contact!.name, contactId: null };
+    return row.creates;
+  }
+
+  /**
+   * `existingContacts: merge`: a row whose addresses lead to one contact (of the workspace,
+   * or created by an earlier row of the file) merges into it, adding the addresses nobody
+   * holds; addresses leading to two contacts leave the row out as
+   * `identity_taken_by_several`, and additions past a contact's cap as `identities_full`.
+   * Rows merge in file order, so the first to fill a field fills it.
+   */
+  private merge(row: Judged, keys: readonly string[], holders: Holders, counts: Counts): void {
+    const identities = row.contact!.identities;
+    const targets = new Set<MergeTarget>();
+    for (const key of keys) {
+      const holder = holders.get(key);
+      if (holder && !this.existing.has(holder.contactId)) {
+        const target = { contactId: holder.contactId, name: holder.contactName };
+        this.existing.set(holder.contactId, target);
+        this.held.set(target, counts.get(holder.contactId) ?? 0);
+      }
+      const target = holder ? this.existing.get(holder.contactId) : this.claimed.get(key);
+      if (target) targets.add(target);
+    }
+    if (targets.size > 1) {
+      Object.assign(row, severalReason(row, [...targets]));
+      return;
+    }
+    const adds = identities.filter((identity) => {
+      const key = identityKey(identity);
+      return !holders.has(key) && !this.claimed.has(key);
+    });
+    let [target] = targets;
+    if (!target) {
+      target = { row: this.creating(row) };
+      this.held.set(target, identities.length);
+    } else if (this.held.get(target)! + adds.length > IDENTITIES_PER_CONTACT) {
+      Object.assign(row, {
+        ...skipped(row.line, reason('identities_full', { max: IDENTITIES_PER_CONTACT })),
+        contact: undefined,
+        checked: undefined,
+        contactId: 'contactId' in target ? target.contactId : null,
+      });
+      return;
+    } else {
+      this.held.set(target, this.held.get(target)! + adds.length);
+      Object.assign(row, {
+        outcome: 'merge',
+        mergeInto: target,
+        adds,
+        contact: undefined,
+        contactId: 'contactId' in target ? target.contactId : null,
+      });
+    }
+    for (const { channel, identifierKey } of adds) {
+      this.claimed.set(identityKey({ channel, identifierKey }), target);
+    }
+  }
 }
 
 const skipped = (line: number, why: RowReason): Judged => ({
@@ -216,90 +357,7 @@ const skipped = (line: number, why: RowReason): Judged => ({
 });
 
 type Holders = Map<string, { contactId: string; contactName: string }>;
-
-/**
- * SPEC 2.10: a row holding an address a contact of the workspace holds is left out as
- * `identity_taken_by`, one holding an address an earlier row holds as `identity_taken`.
- */
-function skipHeld(candidates: readonly Judged[], holders: Holders): void {
-  const inFile = new Map<string, Judged>();
-  for (const row of candidates) {
-    const keys = row.contact!.identities.map(identityKey);
-    const holder = keys.map((key) => holders.get(key)).find(Boolean);
-    const earlier = keys.map((key) => inFile.get(key)).find(Boolean);
-    if (holder) {
-      Object.assign(row, {
-        reason: reason('identity_taken_by', { ownerName: holder.contactName }),
-        contactId: holder.contactId,
-        contact: undefined,
-        outcome: 'skip',
-      });
-    } else if (earlier) {
-      Object.assign(row, { reason: reason('identity_taken'), contact: undefined, outcome: 'skip' });
-      // The earlier row's contact, once a commit creates it, holds the address.
-      if (earlier.contact) row.heldBy = earlier;
-    }
-    for (const key of keys) if (!inFile.has(key)) inFile.set(key, row);
-  }
-}
-
-/**
- * `existingContacts: merge`: a row whose addresses lead to one contact (of the workspace,
- * or created by an earlier row of the file) merges into it, adding the addresses nobody
- * holds; addresses leading to two contacts leave the row out as
- * `identity_taken_by_several`, and additions past a contact's cap as `identities_full`.
- * Rows merge in file order, so the first to fill a field fills it.
- */
-function mergeHeld(candidates: readonly Judged[], holders: Holders, counts: Map<string, number>) {
-  const existing = new Map<string, MergeTarget>();
-  const claimed = new Map<string, MergeTarget>();
-  const held = new Map<MergeTarget, number>();
-  for (const row of candidates) {
-    const identities = row.contact!.identities;
-    const targets = new Set<MergeTarget>();
-    for (const key of identities.map(identityKey)) {
-      const holder = holders.get(key);
-      if (holder && !existing.has(holder.contactId)) {
-        existing.set(holder.contactId, { contactId: holder.contactId, name: holder.contactName });
-        held.set(existing.get(holder.contactId)!, counts.get(holder.contactId) ?? 0);
-      }
-      const target = holder ? existing.get(holder.contactId) : claimed.get(key);
-      if (target) targets.add(target);
-    }
-    if (targets.size > 1) {
-      Object.assign(row, severalReason(row, [...targets]));
-      continue;
-    }
-    const adds = identities.filter((identity) => {
-      const key = identityKey(identity);
-      return !holders.has(key) && !claimed.has(key);
-    });
-    let [target] = targets;
-    if (!target) {
-      target = { row };
-      held.set(target, identities.length);
-    } else if (held.get(target)! + adds.length > IDENTITIES_PER_CONTACT) {
-      Object.assign(row, {
-        ...skipped(row.line, reason('identities_full', { max: IDENTITIES_PER_CONTACT })),
-        contact: undefined,
-        contactId: 'contactId' in target ? target.contactId : null,
-      });
-      continue;
-    } else {
-      held.set(target, held.get(target)! + adds.length);
-      Object.assign(row, {
-        outcome: 'merge',
-        mergeInto: target,
-        adds,
-        contact: undefined,
-        contactId: 'contactId' in target ? target.contactId : null,
-      });
-    }
-    for (const { channel, identifierKey } of adds) {
-      claimed.set(identityKey({ channel, identifierKey }), target);
-    }
-  }
-}
+type Counts = Map<string, number>;
 
 /** A row whose addresses lead to several contacts: left out, naming them. */
 function severalReason(row: Judged, targets: readonly MergeTarget[]): Judged {
@@ -315,6 +373,7 @@ function severalReason(row: Judged, targets: readonly MergeTarget[]): Judged {
       }),
     ),
     contact: undefined,
+    checked: undefined,
   };
 }
 
@@ -337,12 +396,27 @@ function valuesReason(checked: unknown): RowReason {
   return reason('field_text_refused');
 }
 
-async function stagedRows(db: Db, job: Import): Promise<ImportRow[]> {
-  return db
-    .select()
-    .from(importRows)
-    .where(and(eq(importRows.workspaceId, job.workspaceId), eq(importRows.importId, job.id)))
-    .orderBy(asc(importRows.line));
+/** The import's staged rows in file order, a batch at a time (the next read once asked). */
+async function* stagedBatches(db: Db, job: Import): AsyncGenerator<ImportRow[]> {
+  let after = 0;
+  for (;;) {
+    const rows = await db
+      .select()
+      .from(importRows)
+      .where(
+        and(
+          eq(importRows.workspaceId, job.workspaceId),
+          eq(importRows.importId, job.id),
+          gt(importRows.line, after),
+        ),
+      )
+      .orderBy(asc(importRows.line))
+      .limit(BATCH);
+    if (rows.length === 0) return;
+    yield rows;
+    if (rows.length < BATCH) return;
+    after = rows[rows.length - 1]!.line;
+  }
 }
 
 async function storeReasons(db: Db, job: Import, judged: readonly Judged[]): Promise<void> {
@@ -382,6 +456,7 @@ export async function setMapping(
 ): Promise<ImportView> {
   const { workspaceId } = signedIn(ctx);
   await findImport(ctx, id); // an unknown id is import_not_found before anything else
+  await refreshing;
   const targets = await importTargets(ctx);
   const fields = await writableFields(ctx);
   const mapped = await ctx.database.db.transaction(async (tx) => {
@@ -389,9 +464,11 @@ export async function setMapping(
     // Staged rows are what a mapping judges: none yet (or ever, once failed), none taken.
     if (job.state !== 'staged' && job.state !== 'mapped') throw refuse('mapping_locked');
     const mapping = parseMapping(job, given, targets);
-    const staged = await stagedRows(tx, job);
-    const judged = await judgeRows(tx, job.workspaceId, staged, mapping, fields, existing);
-    await storeReasons(tx, job, judged);
+    // Nothing is written while mapping: the transaction's reads are the workspace's own.
+    const judge = new RowJudge(tx, job.workspaceId, mapping, fields, existing);
+    for await (const batch of stagedBatches(tx, job)) {
+      await storeReasons(tx, job, await judge.judge(batch));
+    }
     const [updated] = await tx
       .update(imports)
       .set({ mapping, existingContacts: existing, state: 'mapped' })
@@ -432,6 +509,7 @@ export async function commitImport(ctx: Context, id: string): Promise<ImportView
     throw refuse('mapping_required');
   }
   const fields = await writableFields(ctx);
+  await refreshing;
   const { db } = ctx.database;
   let progress: ProgressReport | undefined;
   try {
@@ -443,27 +521,37 @@ export async function commitImport(ctx: Context, id: string): Promise<ImportView
       await holdCommitMarker(tx, job);
       // Beside the transaction, on a connection of its own (the gate keeps one for it).
       progress = await ProgressReport.start(db, job, 'committing', job.rowCount);
-      const judged = await judgeRows(
-        tx,
+      // Addresses are looked up beside the transaction, in what is committed: the file's
+      // own contacts, written batch by batch, are judged by what its rows claim.
+      const judge = new RowJudge(
+        db,
         workspaceId,
-        await stagedRows(tx, job),
         job.mapping,
         fields,
         job.existingContacts === 'merge' ? 'merge' : 'skip',
       );
-      const write = { workspaceId, actorUserId: actor.userId, fields };
+      const write = { workspaceId, actorUserId: actor.userId, lookup: db };
+      let rows = 0;
       let created = 0;
       let merged = 0;
-      for (let i = 0; i < judged.length; i += BATCH) {
-        const batch = judged.slice(i, i + BATCH);
+      // A batch's reasons (and the progress beside) are stored while the next batch is read
+      // and judged beside the transaction (the staged rows are committed, and this
+      // transaction holds the import); what is pending holds its statement's arrays, not
+      // the rows.
+      let stored: Promise<unknown> = Promise.resolve();
+      for await (const staged of stagedBatches(db, job)) {
+        const batch = await judge.judge(staged);
+        await stored;
         created += await createRows(tx, write, batch);
         merged += await mergeRows(tx, write, batch);
         heldInFile(batch);
         for (const row of batch) row.outcome = DONE[row.outcome];
-        await storeReasons(tx, job, batch);
-        await progress!.advance(batch.length);
+        stored = Promise.all([storeReasons(tx, job, batch), progress!.advance(batch.length)]);
+        stored.catch(() => {}); // awaited with the next batch, or below
+        rows += batch.length;
       }
-      const skipped = judged.length - created - merged;
+      await stored;
+      const skipped = rows - created - merged;
       const [done] = await tx
         .update(imports)
         .set({
@@ -484,12 +572,15 @@ export async function commitImport(ctx: Context, id: string): Promise<ImportView
       });
       return done!;
     });
-    // The next import's lookups plan with the contacts this one wrote.
-    // Merged rows added identities too.
+    // The next import's lookups plan with the contacts this one wrote (merged rows added
+    // identities too): refreshed once the answer is on its way, on the pool rather than the
+    // request's gate, which lets go of the request's statements when it is answered.
     const written = (committed.createdCount ?? 0) + (committed.mergedCount ?? 0);
-    await analyzeContacts(db, written).catch((failure: unknown) =>
-      ctx.log.warn({ err: failure }, 'contacts not analyzed after an import'),
-    );
+    refreshing = refreshing
+      .then(() => analyzeContacts(drizzleOver(ctx.database.sql), written))
+      .catch((failure: unknown) =>
+        ctx.log.warn({ err: failure }, 'contacts not analyzed after an import'),
+      );
     return { ...committed, progress: null };
   } catch (error) {
     if (isLockBusy(error)) throw refuse('import_busy');
@@ -511,24 +602,19 @@ const DONE: Record<RowOutcome, RowOutcome> = {
   skipped: 'skipped',
 };
 
-/** What a commit writes with: the workspace, the actor, the live fields. */
+/** What a commit writes with: the workspace, the actor, and a connection beside it. */
 interface Write {
   workspaceId: string;
   actorUserId: string;
-  fields: readonly WritableField[];
+  /** Reads what others committed (who took an address meanwhile). */
+  lookup: Db;
 }
 
-/** The rows' checked custom field values, for the fields service's bulk writes. */
-function checkedValues(rows: readonly Judged[], fields: readonly WritableField[]) {
-  const fieldService = findService('fields');
-  if (!fieldService) return [];
+/** The rows' custom field values as judged, for the fields service's bulk writes. */
+function checkedValues(rows: readonly Judged[]) {
   return rows
-    .filter((row) => row.values && Object.keys(row.values).length > 0)
-    .map((row) => {
-      const checked = checkCells(fieldService, fields, row.values!);
-      if (checked instanceof AppError) throw checked; // judged just above
-      return { contactId: row.contactId!, checked };
-    });
+    .filter((row) => row.checked && row.checked.values.length > 0)
+    .map((row) => ({ contactId: row.contactId!, checked: row.checked! }));
 }
 
 /** Creates the contacts of the batch's rows that create one; answers how many. */
@@ -538,11 +624,22 @@ async function createRows(tx: Db, write: Write, batch: readonly Judged[]): Promi
     tx,
     write.workspaceId,
     importable.map((row) => row.contact!),
+    { lookup: write.lookup },
   );
-  importable.forEach((row, n) => (row.contactId = ids[n]!));
-  const writes = checkedValues(importable, write.fields);
+  importable.forEach((row, n) => {
+    row.contactId = ids[n]!;
+    // Later rows of the file holding its addresses now name it.
+    if (row.creates) row.creates.contactId = row.contactId;
+  });
+  const writes = checkedValues(importable);
   if (writes.length > 0) {
-    await findService('fields')!.writeValuesMany(tx, { ...write, writes, event: false });
+    await findService('fields')!.writeValuesMany(tx, {
+      workspaceId: write.workspaceId,
+      actorUserId: write.actorUserId,
+      writes,
+      event: false,
+      fresh: true,
+    });
   }
   return importable.length;
 }
@@ -554,6 +651,7 @@ async function createRows(tx: Db, write: Write, batch: readonly Judged[]): Promi
  */
 async function mergeRows(tx: Db, write: Write, batch: readonly Judged[]): Promise<number> {
   const merging = batch.filter((row) => row.outcome === 'merge');
+  if (merging.length === 0) return 0;
   for (const row of merging) {
     const target = row.mergeInto!;
     row.contactId = 'contactId' in target ? target.contactId : target.row.contactId;
@@ -571,9 +669,14 @@ async function mergeRows(tx: Db, write: Write, batch: readonly Judged[]): Promis
       row.adds!.map((identity) => ({ contactId: row.contactId!, identity })),
     ),
   );
-  const writes = checkedValues(merging, write.fields);
+  const writes = checkedValues(merging);
   if (writes.length > 0) {
-    await findService('fields')!.fillValuesMany(tx, { ...write, writes, event: false });
+    await findService('fields')!.fillValuesMany(tx, {
+      workspaceId: write.workspaceId,
+      actorUserId: write.actorUserId,
+      writes,
+      event: false,
+    });
   }
   return merging.length;
 }
@@ -597,8 +700,8 @@ async function lockImportNow(tx: Db, workspaceId: string, id: string): Promise<I
 function heldInFile(batch: readonly Judged[]): void {
   for (const row of batch) {
     const holder = row.heldBy;
-    if (!holder?.contactId || !holder.contact) continue;
-    row.reason = reason('identity_taken_by', { ownerName: holder.contact.name });
+    if (!holder?.contactId) continue;
+    row.reason = reason('identity_taken_by', { ownerName: holder.name });
     row.contactId = holder.contactId;
   }
 }

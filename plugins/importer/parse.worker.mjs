@@ -1,9 +1,13 @@
 // Reads an uploaded file in a worker process (src/workers/run.ts holds it to memory, time
 // and answer limits): a CSV in any common delimiter and encoding, or a spreadsheet's first
-// sheet. Its default export answers { ok: true, format, columns, rowCount, batches } or
-// { ok: false, problem }: each batch is the JSON text of up to `limits.batchRows` rows
-// [{ line, cells, reason }], ready to be stored as it is, so the serving process neither
-// copies nor walks the rows. Plain JavaScript, so the worker needs no loader.
+// sheet. Its default export is a generator, read with `streamInWorker` one value at a time:
+// first { ok: true, format, columns, rowCount } (or { ok: false, problem }, or { ok: false,
+// tooLarge: true } when the rows' text passes `limits.maxAnswerChars`), then the rows as
+// batches, each the JSON text of up to `limits.batchRows` rows [{ line, cells, reason }]
+// and at most `limits.batchChars` characters (or one row alone), ready to be stored as it
+// is, so the serving process neither copies nor walks the rows, and holds one batch at a
+// time. The whole file is read before the first value, so a file that can't be read is
+// known before anything is stored. Plain JavaScript, so the worker needs no loader.
 import { parse } from 'csv-parse/sync';
 import * as XLSX from 'xlsx';
 
@@ -216,24 +220,63 @@ function read() {
         : null;
     return { line: row.line, cells: row.cells, reason };
   });
-  const batches = [];
-  for (let i = 0; i < rows.length; i += limits.batchRows) {
-    batches.push(JSON.stringify(rows.slice(i, i + limits.batchRows)));
-  }
-  return { ok: true, format: file.format, columns, rowCount: rows.length, batches };
+  return { format: file.format, columns, rows };
 }
 
-/** The worker's entry: `bytes` (the file) read within `limits` (PARSE_LIMITS). */
-export default function readUpload(input) {
+/**
+ * The rows as batches of JSON text: up to `limits.batchRows` rows, cut early before a row
+ * that would take the batch past `limits.batchChars` characters (a row longer than that
+ * goes alone).
+ */
+function batchesOf(rows) {
+  const batches = [];
+  let batch = [];
+  let chars = 0;
+  for (const row of rows) {
+    const text = JSON.stringify(row);
+    if (
+      batch.length > 0 &&
+      (batch.length >= limits.batchRows || chars + text.length > limits.batchChars)
+    ) {
+      batches.push(`[${batch.join(',')}]`);
+      batch = [];
+      chars = 0;
+    }
+    batch.push(text);
+    chars += text.length + 1;
+  }
+  if (batch.length > 0) batches.push(`[${batch.join(',')}]`);
+  return batches;
+}
+
+/** The worker's entry: `bytes` (the file) read within `limits` (PARSE_LIMITS), in batches. */
+export default function* readUpload(input) {
   data = Buffer.from(input.bytes.buffer, input.bytes.byteOffset, input.bytes.byteLength);
   limits = input.limits;
+  let file;
   try {
-    return read();
+    file = read();
   } catch (error) {
-    return {
+    yield {
       ok: false,
       problem:
         error instanceof Unreadable ? error.message : 'not a CSV or spreadsheet this service reads',
     };
+    return;
+  }
+  data = null;
+  const rowCount = file.rows.length;
+  const batches = batchesOf(file.rows);
+  file.rows = null;
+  const chars = batches.reduce((sum, batch) => sum + batch.length, 0);
+  if (chars > limits.maxAnswerChars) {
+    yield { ok: false, tooLarge: true };
+    return;
+  }
+  yield { ok: true, format: file.format, columns: file.columns, rowCount };
+  for (let i = 0; i < batches.length; i += 1) {
+    const batch = batches[i];
+    batches[i] = null; // sent: the worker no longer needs it
+    yield batch;
   }
 }

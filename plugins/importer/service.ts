@@ -5,8 +5,8 @@ import {
   pageSize,
   recordEvent,
   refuse,
-  runInWorker,
   signedIn,
+  streamInWorker,
   WorkerLimitError,
   type Context,
   type Db,
@@ -20,48 +20,98 @@ export const FILE_MAX_BYTES = 5 * 1024 * 1024;
 
 /**
  * What the parser holds a file to (docs/importer.md), and the rows it puts in each batch:
- * one statement while staging, one step of the progress.
+ * one statement while staging, one step of the progress, all the serving process holds
+ * of the file's rows at once.
  */
 export const PARSE_LIMITS = {
   maxColumns: 200,
   maxCellChars: 10_000,
   maxRows: 200_000,
   batchRows: 2_000,
+  /** A batch is cut before a row that would take it past this (a longer row goes alone). */
+  batchChars: 4 * 1024 * 1024,
+  /** The rows' JSON text, all batches together: past it the file is refused unread. */
+  maxAnswerChars: 64 * 1024 * 1024,
   /** What a spreadsheet's zip may say its parts inflate to, checked before inflating. */
   maxInflatedBytes: 64 * 1024 * 1024,
 };
 /**
  * The worker's own memory and time, and what it may hand back: a hostile file stops
- * there. Rows the parser answers are at most 64 MiB of JSON text (200,000 rows of a few
- * short cells fit many times over).
+ * there. Rows come back a batch at a time; all of them are at most 64 MiB (200,000 rows
+ * of a few short cells fit many times over), one batch at most 16 MiB (4 MiB of rows, or
+ * one row of 200 cells of 10,000 characters however JSON escapes them).
  */
-const WORKER_LIMITS = { maxMemoryMb: 384, timeoutMs: 20_000, maxAnswerBytes: 64 * 1024 * 1024 };
+const WORKER_LIMITS = {
+  maxMemoryMb: 384,
+  timeoutMs: 20_000,
+  maxAnswerBytes: 2 * PARSE_LIMITS.maxAnswerChars,
+  maxBatchBytes: 16 * 1024 * 1024,
+};
 
 const PARSER = new URL('./parse.worker.mjs', import.meta.url);
 
-interface Parsed {
+/** The parser's first answer: what the file is, or why it can't be read. */
+interface ParsedFile {
   ok: boolean;
   problem?: string;
+  /** The rows' text passes PARSE_LIMITS.maxAnswerChars. */
+  tooLarge?: boolean;
   format: string;
   columns: string[];
   rowCount: number;
-  /** JSON text of the rows, a batch each: [{ line, cells, reason }]. */
-  batches: string[];
 }
 
-/** `importUpload`: the file read in a worker process, then every row staged. */
+/** What the parser answers: the file first, then each batch of rows as JSON text. */
+type ParserAnswer = ParsedFile | string;
+
+const tooComplex = () =>
+  refuse('file_unreadable', {}, { message: 'the file is too large or complex to read' });
+
+/** The parser's refusal of its bounds, as `file_unreadable`; anything else as it is. */
+function parserRefusal(ctx: Context, error: unknown): unknown {
+  if (!(error instanceof WorkerLimitError)) return error;
+  ctx.log.info({ failure: error.failure }, 'import file refused by the parser limits');
+  return tooComplex();
+}
+
+/**
+ * `importUpload`: the file read in a worker process, then every row staged as the worker
+ * hands it back, a batch at a time.
+ */
 export async function uploadImport(ctx: Context, file: UploadedFile): Promise<ImportView> {
-  const { workspaceId, actor } = signedIn(ctx);
+  signedIn(ctx);
   if (file.size > FILE_MAX_BYTES) throw refuse('file_too_large', { maxBytes: FILE_MAX_BYTES });
   const bytes = new Uint8Array(await file.arrayBuffer());
-  let parsed: Parsed;
+  const answers = streamInWorker<ParserAnswer>(
+    ctx,
+    PARSER,
+    { bytes, limits: PARSE_LIMITS },
+    WORKER_LIMITS,
+  );
   try {
-    parsed = await runInWorker<Parsed>(ctx, PARSER, { bytes, limits: PARSE_LIMITS }, WORKER_LIMITS);
-  } catch (error) {
-    if (!(error instanceof WorkerLimitError)) throw error;
-    ctx.log.info({ failure: error.failure }, 'import file refused by the parser limits');
-    throw refuse('file_unreadable', {}, { message: 'the file is too large or complex to read' });
+    return await stage(ctx, file, answers);
+  } finally {
+    // The worker is stopped and its place in the pool freed, however staging ended.
+    await answers.return(undefined);
   }
+}
+
+/** Creates the import the parser's first answer describes and stages its batches. */
+async function stage(
+  ctx: Context,
+  file: UploadedFile,
+  answers: AsyncGenerator<ParserAnswer, void, undefined>,
+): Promise<ImportView> {
+  const { workspaceId, actor } = signedIn(ctx);
+  let parsed: ParsedFile;
+  try {
+    const first = await answers.next();
+    if (first.done || typeof first.value === 'string') throw new WorkerLimitError('crashed');
+    parsed = first.value;
+  } catch (error) {
+    throw parserRefusal(ctx, error);
+  }
+  if (parsed.tooLarge) throw tooComplex();
   if (!parsed.ok)
     throw refuse('file_unreadable', {}, { message: `file unreadable: ${parsed.problem}` });
   const fileName = (file.name || 'upload').slice(0, 255);
@@ -84,7 +134,10 @@ export async function uploadImport(ctx: Context, file: UploadedFile): Promise<Im
   try {
     const staged = await db.transaction(async (tx) => {
       await lockImport(tx, workspaceId, job.id);
-      for (const batch of parsed.batches) {
+      let rows = 0;
+      // Each batch is asked of the worker only once the last one is stored.
+      for await (const batch of answers) {
+        if (typeof batch !== 'string') throw new WorkerLimitError('crashed');
         // The worker's JSON goes in as one parameter, read by the database row by row.
         const stored = await tx.execute<{ rows: number }>(sql`
           with stored as (
@@ -94,8 +147,11 @@ export async function uploadImport(ctx: Context, file: UploadedFile): Promise<Im
             returning 1
           )
           select count(*)::int as rows from stored`);
+        rows += stored[0]!.rows;
         await progress.advance(stored[0]!.rows);
       }
+      // The worker said how many rows it read: all of them are stored, or none.
+      if (rows !== parsed.rowCount) throw new WorkerLimitError('crashed');
       const [done] = await tx
         .update(imports)
         .set({ state: 'staged' })
@@ -118,7 +174,7 @@ export async function uploadImport(ctx: Context, file: UploadedFile): Promise<Im
       .set({ state: 'failed' })
       .where(and(eq(imports.workspaceId, workspaceId), eq(imports.id, job.id)))
       .catch((failure: unknown) => ctx.log.warn({ err: failure }, 'import not marked failed'));
-    throw error;
+    throw parserRefusal(ctx, error);
   } finally {
     await progress
       .end()

@@ -153,13 +153,19 @@ export function peakRssMb(pid: number): number {
   return Number(/VmHWM:\s+(\d+) kB/.exec(status)?.[1] ?? 0) / 1024;
 }
 
-/** Runs the scenario and prints its lines. */
-export async function importScenario(options: {
+/** One run of the scenario: COPY's seconds and each file's stages. */
+export interface ImportFigures {
+  copySeconds: number;
+  csv: { bytes: number } & Awaited<ReturnType<typeof importFile>>;
+  xlsx: { bytes: number } & Awaited<ReturnType<typeof importFile>>;
+}
+
+/** Defines the two fields, imports the CSV and the .xlsx, then COPYs the same rows. */
+export async function measureImports(options: {
   databaseUrl: string;
   graph: string;
   token: string;
-  pid: number;
-}) {
+}): Promise<ImportFigures> {
   const { graph, token } = options;
   for (const input of [
     { name: 'tier', label: 'Tier', kind: 'select', options: ['Gold', 'Silver'] },
@@ -174,19 +180,35 @@ export async function importScenario(options: {
       },
     );
   }
-  const data = rows();
-  const csv = csvOf(data);
+  const csv = csvOf(rows());
   const csvRun = await importFile(graph, token, csv, 'contacts.csv');
-  const xlsxData = rows();
-  const xlsx = xlsxOf(xlsxData);
+  const xlsx = xlsxOf(rows());
   const xlsxRun = await importFile(graph, token, xlsx, 'contacts.xlsx');
   const copySeconds = await copyBaseline(options.databaseUrl, rows());
-  const line = (label: string, bytes: Buffer, run: typeof csvRun) =>
-    `${label.padEnd(6)} ${(bytes.length / 1024 / 1024).toFixed(2)} MiB, ${run.rows} rows: staged ${run.stagedSeconds.toFixed(2)} s, mapped ${run.mappedSeconds.toFixed(2)} s, committed ${run.committedSeconds.toFixed(2)} s (commit ${(run.committedSeconds / copySeconds).toFixed(1)}× COPY)`;
+  return {
+    copySeconds,
+    csv: { bytes: csv.length, ...csvRun },
+    xlsx: { bytes: xlsx.length, ...xlsxRun },
+  };
+}
+
+/** A file's line of the report: its size, rows, stages and the commit against COPY. */
+export function importLine(label: string, run: ImportFigures['csv'], copySeconds: number): string {
+  return `${label.padEnd(6)} ${(run.bytes / 1024 / 1024).toFixed(2)} MiB, ${run.rows} rows: staged ${run.stagedSeconds.toFixed(2)} s, mapped ${run.mappedSeconds.toFixed(2)} s, committed ${run.committedSeconds.toFixed(2)} s (commit ${(run.committedSeconds / copySeconds).toFixed(2)}× COPY)`;
+}
+
+/** Runs the scenario and prints its lines. */
+export async function importScenario(options: {
+  databaseUrl: string;
+  graph: string;
+  token: string;
+  pid: number;
+}) {
+  const figures = await measureImports(options);
   console.log(
-    `\nimport: COPY of the same ${ROWS} rows into the same tables: ${copySeconds.toFixed(2)} s`,
+    `\nimport: COPY of the same ${ROWS} rows into the same tables: ${figures.copySeconds.toFixed(2)} s`,
   );
-  console.log(line('CSV', csv, csvRun));
-  console.log(line('XLSX', xlsx, xlsxRun));
+  console.log(importLine('CSV', figures.csv, figures.copySeconds));
+  console.log(importLine('XLSX', figures.xlsx, figures.copySeconds));
   console.log(`svc serve peak RSS through the bench: ${peakRssMb(options.pid).toFixed(0)} MB`);
 }

@@ -12,6 +12,7 @@ import {
   type IdentityInput,
   type NormalisedIdentity,
 } from './channels.js';
+import { copyRows } from '../db/copy.js';
 import { bumpContactCount } from './queries.js';
 import { contactIdentities, contactSearch, contacts } from './tables.js';
 
@@ -113,49 +114,83 @@ export async function identityHolders(
 }
 
 /**
- * Writes contacts and their identities in the caller's transaction, in batches, and keeps
- * the workspace's contact count; records no per-contact event (the caller records its own
- * summary, such as `import.completed`). An identity another contact took meanwhile refuses
- * the whole write with `identity_taken`. Answers the new ids in input order.
+ * Writes contacts and their identities in the caller's transaction with COPY (no statement
+ * to build, heap pages filled many rows at a time), and keeps the workspace's contact
+ * count; records no per-contact event (the caller records its own summary, such as
+ * `import.completed`). The caller has judged the identities free (`identityHolders`): one
+ * another contact took meanwhile refuses the whole write with `identity_taken`, naming
+ * that contact when `lookup` (a connection beside the transaction, which sees what others
+ * committed) is given. Answers the new ids in input order.
  */
 export async function createContactsIn(
   tx: Db,
   workspaceId: string,
   newContacts: readonly NewContact[],
+  options: { lookup?: Db } = {},
 ): Promise<string[]> {
   const ids = newContacts.map(() => randomUUID());
-  // Each batch goes in as one JSON parameter the database reads row by row: building a
-  // statement of thousands of values costs more than writing them.
-  for (let i = 0; i < newContacts.length; i += BATCH) {
-    const batch = newContacts.slice(i, i + BATCH).map((contact, j) => ({
-      id: ids[i + j]!,
-      name: contact.name,
-    }));
-    await tx.execute(sql`
-      insert into contacts (workspace_id, id, name)
-      select ${workspaceId}, row.id, row.name
-      from jsonb_to_recordset(${JSON.stringify(batch)}::jsonb) as row(id uuid, name text)`);
-  }
+  if (newContacts.length === 0) return ids;
+  await copyRows(
+    tx,
+    'contacts',
+    ['workspace_id', 'id', 'name'],
+    newContacts.map((contact, i) => [workspaceId, ids[i]!, contact.name]),
+  );
   const identities = newContacts.flatMap((contact, i) =>
     contact.identities.map((identity) => ({ contactId: ids[i]!, ...identity })),
   );
-  for (let i = 0; i < identities.length; i += BATCH) {
-    const batch = identities.slice(i, i + BATCH);
-    const [written] = await tx.execute<{ rows: number }>(sql`
-      with written as (${insertIdentities(workspaceId, batch)} returning 1)
-      select count(*)::int as rows from written`);
-    if (written!.rows < batch.length) {
-      // Another contact took an address meanwhile: name its holder.
-      const holders = await identityHolders(tx, workspaceId, batch);
-      const holderOf = (identity: (typeof batch)[number]) => holders.get(identityKey(identity));
-      const taken = batch.find((identity) => holderOf(identity)?.contactId !== identity.contactId);
-      throw refuse('identity_taken', {
-        ownerContactId: (taken && holderOf(taken)?.contactId) ?? '',
-      });
-    }
+  // Created in input order, each a microsecond after the last and the last now, as
+  // clock_timestamp() stamps one statement's rows: a contact's identities read oldest first.
+  const last = Date.now() * 1000;
+  try {
+    await copyRows(
+      tx,
+      'contact_identities',
+      [
+        'workspace_id',
+        'contact_id',
+        'channel',
+        'identifier',
+        'identifier_key',
+        'display_name',
+        'created_at',
+      ],
+      identities.map((identity, i) => [
+        workspaceId,
+        identity.contactId,
+        identity.channel,
+        identity.identifier,
+        identity.identifierKey,
+        identity.displayName,
+        microsecondsAt(last - (identities.length - 1 - i)),
+      ]),
+    );
+  } catch (error) {
+    if (!isTakenIdentity(error)) throw error;
+    // Another contact took an address meanwhile (it committed, or the COPY would still wait).
+    const holders = options.lookup
+      ? await identityHolders(options.lookup, workspaceId, identities)
+      : new Map<string, { contactId: string }>();
+    const taken = identities.map((identity) => holders.get(identityKey(identity))).find(Boolean);
+    throw refuse('identity_taken', { ownerContactId: taken?.contactId ?? '' });
   }
-  if (newContacts.length > 0) await bumpContactCount(tx, workspaceId, newContacts.length);
+  await bumpContactCount(tx, workspaceId, newContacts.length);
   return ids;
+}
+
+/** A timestamp of `microseconds` since the epoch, as PostgreSQL reads one. */
+function microsecondsAt(microseconds: number): string {
+  const iso = new Date(Math.floor(microseconds / 1000)).toISOString();
+  return `${iso.slice(0, -1)}${String(microseconds % 1000).padStart(3, '0')}Z`;
+}
+
+/** Whether `error` (as postgres.js or drizzle wraps it) is an identity's unique key taken. */
+function isTakenIdentity(error: unknown): boolean {
+  let e = error as { code?: unknown; constraint_name?: unknown; cause?: unknown } | undefined;
+  for (let depth = 0; e && depth < 4; depth += 1, e = e.cause as typeof e) {
+    if (e.code === '23505' && e.constraint_name === 'contact_identities_key') return true;
+  }
+  return false;
 }
 
 /** An identity to add to an existing contact of the workspace. */

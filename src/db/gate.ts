@@ -1,4 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import type { Writable } from 'node:stream';
 import type { PendingQuery, Row, Sql, TransactionSql } from 'postgres';
 import type { RequestedOperation } from '../http/guards/graph-request.js';
 import { traceStatement } from '../tracing/statements.js';
@@ -95,6 +96,8 @@ interface SessionClient {
   unsafe(query: string, params?: unknown[], options?: { prepare?: boolean }): LazyQuery;
   begin?<T>(work: (client: SessionClient) => Promise<T>): Promise<T>;
   savepoint?<T>(work: (client: SessionClient) => Promise<T>): Promise<T>;
+  /** `COPY … FROM STDIN` on the transaction's connection (src/db/copy.ts). */
+  copyFrom?(statement: string): Promise<Writable>;
 }
 
 /**
@@ -243,6 +246,7 @@ export function createQueryGate(database: Database, options: QueryGateOptions): 
             ),
           ),
         savepoint: (work) => tx.savepoint((inner) => work(held(inner))) as never,
+        copyFrom: (statement) => traceStatement(statement, () => tx.unsafe(statement).writable()),
       };
     }
 

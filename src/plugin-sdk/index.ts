@@ -32,6 +32,12 @@ export type { Config } from '../config.js';
 export type { Database, Db } from '../db/client.js';
 /** Drizzle over a postgres.js transaction, so a raw `COPY` and Drizzle writes share it. */
 export { drizzleOver } from '../db/client.js';
+/**
+ * Fresh rows of a plugin's own table written with one `COPY … FROM STDIN` in the caller's
+ * transaction (the fields plugin's values of contacts an import created): no statement to
+ * build, heap pages filled many rows at a time; no `on conflict`.
+ */
+export { copyRows, type CopyValue } from '../db/copy.js';
 export type { Logger } from '../log.js';
 export { builder } from '../graph/builder.js';
 /** The builder's schema types, for helpers that take a Pothos field builder. */
@@ -140,10 +146,12 @@ export { pageSize } from '../paging/index.js';
 /**
  * Untrusted input parsed off the serving process: a JavaScript module's default export run
  * in a worker process under memory, time and answer limits, counted against the process's
- * and the workspace's worker bounds (an uploaded spreadsheet; docs/plugins.md).
+ * and the workspace's worker bounds (an uploaded spreadsheet; docs/plugins.md); with
+ * `streamInWorker`, its answer read back one batch at a time.
  */
 export {
   runInWorker,
+  streamInWorker,
   WorkerLimitError,
   type WorkerLimits,
   type WorkerFailure,

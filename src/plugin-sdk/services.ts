@@ -86,7 +86,9 @@ export interface FieldsService {
   ): Promise<void>;
   /**
    * `writeValues` for many contacts at once, in batched statements: what a bulk writer
-   * (the importer's commit) uses. Records no event when `event` is false.
+   * (the importer's commit) uses. Records no event when `event` is false. `fresh` says the
+   * contacts were created in this transaction and hold no value yet: the values are then
+   * written with COPY (`copyRows`), null ones skipped.
    */
   writeValuesMany(
     tx: Db,
@@ -95,6 +97,7 @@ export interface FieldsService {
       actorUserId: string | null;
       writes: readonly { contactId: string; checked: CheckedFieldValues }[];
       event?: boolean;
+      fresh?: boolean;
     },
   ): Promise<void>;
   /**

@@ -1,6 +1,6 @@
 import { basename } from 'node:path';
 import { boundedLabel, workerDuration, workerRuns, workersRunning } from '../metrics/registry.js';
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { channel } from 'node:diagnostics_channel';
 import { readFile } from 'node:fs/promises';
 import { setPriority } from 'node:os';
@@ -40,10 +40,19 @@ export interface WorkerLimits {
    * its JavaScript heap held to three quarters of it. Never more than SVC_WORKER_MEMORY_MAX.
    */
   maxMemoryMb: number;
-  /** Time the worker may take, in milliseconds; past it the worker is stopped. */
+  /**
+   * Time the worker may take, in milliseconds; past it the worker is stopped. Of a worker
+   * answering in batches, only the time it works counts: from its start to its first
+   * batch, and from each ask to the batch, never the time the caller spends on a batch.
+   */
   timeoutMs: number;
-  /** Bytes of answer (v8-serialized) the caller takes back; past it the worker is stopped. */
+  /**
+   * Bytes of answer (v8-serialized) the caller takes back, all batches together; past it
+   * the worker is stopped.
+   */
   maxAnswerBytes: number;
+  /** Bytes of one batch (`streamInWorker`), at most `maxAnswerBytes`; past it, stopped. */
+  maxBatchBytes?: number;
 }
 
 /** The process's bounds on workers (SVC_WORKERS…), `Config['workers']`. */
@@ -65,6 +74,10 @@ const WATCH_MS = 25;
 /** Bytes of a worker's stderr kept, to tell a fatal out-of-memory from another failure. */
 const STDERR_KEPT = 4096;
 const OUT_OF_MEMORY = /heap out of memory|Reached heap limit|Allocation failed/;
+/** One frame's length, before its bytes (host.mjs). */
+const FRAME_HEAD = 4;
+/** What a worker in batches is sent to ask for its next batch. */
+const ASK = Buffer.from([1]);
 
 /** The resident size of process `pid` in bytes, or null where /proc does not say. */
 async function residentBytes(pid: number): Promise<number | null> {
@@ -77,59 +90,76 @@ async function residentBytes(pid: number): Promise<number | null> {
   }
 }
 
+/** `body` as a frame: its length, then its bytes. */
+function frame(body: Buffer): Buffer {
+  const head = Buffer.alloc(FRAME_HEAD);
+  head.writeUInt32BE(body.length);
+  return Buffer.concat([head, body]);
+}
+
 /**
- * Runs `file`'s default export on `input` in a child process held to `limits`, without any
- * bound on concurrency (callers go through `runInWorker`, or a pool of their own). The
- * module is plain JavaScript; its export takes the input and returns (or resolves) the
- * answer; both cross as v8-serialized values (strings, numbers, arrays, objects, typed
- * arrays). Rejects with `WorkerLimitError` when the worker passes a limit or fails, and
- * with `signal`'s reason when the signal aborts; the child is killed either way.
+ * Published with `{ file, bytes }` each time a worker answering in batches hands the caller
+ * a batch (`bytes` its serialized size): the caller holds it until it asks for the next.
  */
-export function runIsolated<O>(
-  file: URL,
-  input: unknown,
-  limits: WorkerLimits,
-  signal?: AbortSignal,
-): Promise<O> {
-  signal?.throwIfAborted();
-  const heapMb = Math.max(16, Math.floor((limits.maxMemoryMb * 3) / 4));
-  const child = spawn(
-    process.execPath,
-    [`--max-old-space-size=${heapMb}`, '--max-semi-space-size=8', HOST.pathname],
-    // Nothing of the service's environment (its database URL, its keys) reaches the child.
-    { env: {}, stdio: ['pipe', 'ignore', 'pipe', 'pipe'] },
-  );
-  return new Promise<O>((resolve, reject) => {
-    const answer: Buffer[] = [];
-    let answerBytes = 0;
-    let stderr = '';
-    let stoppedFor: WorkerFailure | null = null;
-    let settled = false;
-    const stop = (failure: WorkerFailure) => {
-      stoppedFor ??= failure;
-      child.kill('SIGKILL');
-    };
-    const timer = setTimeout(() => stop('time'), limits.timeoutMs);
-    const watch = setInterval(() => {
+export const workerBatch = channel('svc:worker:batch');
+
+/**
+ * One worker process running `file` on `input`, held to `limits`: its answer read back a
+ * frame at a time. With `batches`, each frame is asked for only when the caller takes the
+ * next (`next()`), so the caller holds at most one; without, the one answer is asked for
+ * at the start. The worker is killed when it passes a limit, when `signal` aborts, and by
+ * `close()`.
+ */
+class IsolatedWorker<O> {
+  private readonly child: ChildProcess;
+  private readonly timer = { left: 0, since: 0, handle: undefined as NodeJS.Timeout | undefined };
+  private readonly watch: NodeJS.Timeout;
+  private readonly maxFrame: number;
+  /** Bytes of the frame being read (its head first). */
+  private held: Buffer[] = [];
+  private heldBytes = 0;
+  private frameBytes: number | null = null;
+  private answerBytes = 0;
+  private stderr = '';
+  private stoppedFor: WorkerFailure | null = null;
+  /** Why no more can be read (the worker ended, failed or was stopped), once known. */
+  private ended: Error | null = null;
+  private finished = false;
+  /** The caller waiting for the frame asked for, if one is. */
+  private waiting: {
+    resolve(result: IteratorResult<O, undefined>): void;
+    reject(error: unknown): void;
+  } | null = null;
+  private asked = false;
+  /** The frame that arrived before `next()` was called (only ever the first). */
+  private ready: IteratorResult<O, undefined> | null = null;
+  private readonly onAbort = () => this.fail(this.signal!.reason);
+
+  constructor(
+    private readonly file: URL,
+    input: unknown,
+    private readonly limits: WorkerLimits,
+    private readonly batches: boolean,
+    private readonly signal?: AbortSignal,
+  ) {
+    signal?.throwIfAborted();
+    this.maxFrame = Math.min(limits.maxBatchBytes ?? Infinity, limits.maxAnswerBytes);
+    const heapMb = Math.max(16, Math.floor((limits.maxMemoryMb * 3) / 4));
+    this.child = spawn(
+      process.execPath,
+      [`--max-old-space-size=${heapMb}`, '--max-semi-space-size=8', HOST.pathname],
+      // Nothing of the service's environment (its database URL, its keys) reaches the child.
+      { env: {}, stdio: ['pipe', 'ignore', 'pipe', 'pipe'] },
+    );
+    const { child } = this;
+    this.watch = setInterval(() => {
       if (child.pid === undefined || child.exitCode !== null) return;
       void residentBytes(child.pid).then((bytes) => {
-        if (bytes === null) clearInterval(watch);
-        else if (bytes > limits.maxMemoryMb * MIB) stop('memory');
+        if (bytes === null) clearInterval(this.watch);
+        else if (bytes > limits.maxMemoryMb * MIB) this.stop('memory');
       });
     }, WATCH_MS);
-    const onAbort = () => {
-      child.kill('SIGKILL');
-      finish(() => reject(signal!.reason));
-    };
-    signal?.addEventListener('abort', onAbort, { once: true });
-    function finish(outcome: () => void) {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      clearInterval(watch);
-      signal?.removeEventListener('abort', onAbort);
-      outcome();
-    }
+    signal?.addEventListener('abort', this.onAbort, { once: true });
     child.once('spawn', () => {
       // The serving process comes first when both want a core.
       try {
@@ -140,35 +170,183 @@ export function runIsolated<O>(
       if (workerOnline.hasSubscribers) workerOnline.publish({ file: file.href });
     });
     child.stdin!.on('error', () => {}); // a child that dies early closes its stdin
-    child.stdin!.end(serialize({ file: file.href, input }));
+    const start = frame(serialize({ file: file.href, input, batches }));
+    // The first frame (the answer, or the first batch) is asked for at once.
+    if (batches) child.stdin!.write(Buffer.concat([start, ASK]));
+    else child.stdin!.end(start);
+    this.timer.left = limits.timeoutMs;
+    this.ask(false);
     child.stderr!.on('data', (chunk: Buffer) => {
-      if (stderr.length < STDERR_KEPT) stderr += chunk.toString('utf8', 0, STDERR_KEPT);
+      if (this.stderr.length < STDERR_KEPT) this.stderr += chunk.toString('utf8', 0, STDERR_KEPT);
     });
     const out = child.stdio[3] as NodeJS.ReadableStream;
-    out.on('data', (chunk: Buffer) => {
-      if (stoppedFor) return;
-      answerBytes += chunk.length;
-      if (answerBytes > limits.maxAnswerBytes) {
-        answer.length = 0;
-        stop('answer');
-      } else answer.push(chunk);
-    });
+    out.on('data', (chunk: Buffer) => this.read(chunk));
     out.on('error', () => {});
-    child.once('error', () => finish(() => reject(new WorkerLimitError('crashed'))));
+    child.once('error', () => this.fail(new WorkerLimitError('crashed')));
     child.once('close', (code, killedBy) => {
-      if (stoppedFor) return finish(() => reject(new WorkerLimitError(stoppedFor!)));
-      if (code !== 0 || answer.length === 0) {
-        const memory = killedBy === 'SIGABRT' || OUT_OF_MEMORY.test(stderr);
-        return finish(() => reject(new WorkerLimitError(memory ? 'memory' : 'crashed')));
-      }
-      try {
-        const value = deserialize(Buffer.concat(answer, answerBytes)) as O;
-        finish(() => resolve(value));
-      } catch {
-        finish(() => reject(new WorkerLimitError('crashed')));
-      }
+      if (this.stoppedFor) return this.fail(new WorkerLimitError(this.stoppedFor));
+      void code;
+      if (this.finished) return;
+      // A worker that ends without its answer: out of memory, or failed.
+      const memory = killedBy === 'SIGABRT' || OUT_OF_MEMORY.test(this.stderr);
+      this.fail(new WorkerLimitError(memory ? 'memory' : 'crashed'));
     });
-  });
+  }
+
+  /**
+   * The next frame: the answer, or the next batch (`done` once the worker has no more).
+   * In batches, a frame is asked for only here, so the caller holds one at most.
+   */
+  next(): Promise<IteratorResult<O, undefined>> {
+    if (this.waiting) return Promise.reject(new Error('the worker is already asked'));
+    const ready = this.ready;
+    this.ready = null;
+    if (ready) return Promise.resolve(ready);
+    if (this.finished) return Promise.resolve({ done: true, value: undefined });
+    if (this.ended) return Promise.reject(this.ended);
+    if (!this.asked) this.ask(true);
+    return new Promise((resolve, reject) => (this.waiting = { resolve, reject }));
+  }
+
+  /** Kills the worker, if it still runs; nothing more is read. */
+  close(): void {
+    this.finished = true;
+    this.end();
+  }
+
+  /** Asks for a frame (`send`: over stdin, after the first) and runs the worker's clock. */
+  private ask(send: boolean): void {
+    this.asked = true;
+    if (send) this.child.stdin!.write(ASK);
+    this.timer.since = performance.now();
+    this.timer.handle = setTimeout(() => this.stop('time'), this.timer.left);
+  }
+
+  /** A frame arrived: the worker's clock stops until the next is asked for. */
+  private pauseClock(): void {
+    clearTimeout(this.timer.handle);
+    this.timer.left -= performance.now() - this.timer.since;
+  }
+
+  private stop(failure: WorkerFailure): void {
+    this.stoppedFor ??= failure;
+    this.child.kill('SIGKILL');
+  }
+
+  private read(chunk: Buffer): void {
+    if (this.stoppedFor || this.ended) return;
+    // A worker writes only what it was asked for; anything else is past its answer.
+    if (!this.asked) return this.stop('answer');
+    this.held.push(chunk);
+    this.heldBytes += chunk.length;
+    if (this.frameBytes === null && this.heldBytes >= FRAME_HEAD) {
+      const head = Buffer.concat(this.held);
+      this.held = [head];
+      this.frameBytes = head.readUInt32BE(0);
+      this.answerBytes += this.frameBytes;
+      if (this.frameBytes > this.maxFrame || this.answerBytes > this.limits.maxAnswerBytes) {
+        this.held = [];
+        return this.stop('answer');
+      }
+    }
+    if (this.frameBytes === null || this.heldBytes < FRAME_HEAD + this.frameBytes) return;
+    if (this.heldBytes > FRAME_HEAD + this.frameBytes) return this.stop('answer');
+    const body = Buffer.concat(this.held, this.heldBytes).subarray(FRAME_HEAD);
+    this.held = [];
+    this.heldBytes = 0;
+    this.frameBytes = null;
+    this.asked = false;
+    this.pauseClock();
+    if (this.batches && body.length === 0) {
+      this.finished = true;
+      return this.deliver({ done: true, value: undefined });
+    }
+    let value: O;
+    try {
+      value = deserialize(body) as O;
+    } catch {
+      return this.stop('crashed');
+    }
+    if (!this.batches) this.finished = true;
+    else if (workerBatch.hasSubscribers) {
+      workerBatch.publish({ file: this.file.href, bytes: body.length });
+    }
+    this.deliver({ done: false, value });
+  }
+
+  private deliver(result: IteratorResult<O, undefined>): void {
+    const waiting = this.waiting;
+    this.waiting = null;
+    if (waiting) waiting.resolve(result);
+    else this.ready = result;
+    if (this.finished) this.end();
+  }
+
+  private fail(error: unknown): void {
+    if (this.ended) return;
+    this.ended = error instanceof Error ? error : new Error(String(error));
+    this.end();
+    const waiting = this.waiting;
+    this.waiting = null;
+    waiting?.reject(error);
+  }
+
+  private end(): void {
+    clearTimeout(this.timer.handle);
+    clearInterval(this.watch);
+    this.signal?.removeEventListener('abort', this.onAbort);
+    if (this.child.exitCode === null && this.child.signalCode === null) {
+      this.child.kill('SIGKILL');
+    }
+  }
+}
+
+/**
+ * Runs `file`'s default export on `input` in a child process held to `limits`, without any
+ * bound on concurrency (callers go through `runInWorker`, or a pool of their own). The
+ * module is plain JavaScript; its export takes the input and returns (or resolves) the
+ * answer; both cross as v8-serialized values (strings, numbers, arrays, objects, typed
+ * arrays). Rejects with `WorkerLimitError` when the worker passes a limit or fails, and
+ * with `signal`'s reason when the signal aborts; the child is killed either way.
+ */
+export async function runIsolated<O>(
+  file: URL,
+  input: unknown,
+  limits: WorkerLimits,
+  signal?: AbortSignal,
+): Promise<O> {
+  const worker = new IsolatedWorker<O>(file, input, limits, false, signal);
+  try {
+    const answer = await worker.next();
+    if (answer.done) throw new WorkerLimitError('crashed');
+    return answer.value;
+  } finally {
+    worker.close();
+  }
+}
+
+/**
+ * Runs `file`'s default export on `input` in a child process held to `limits` (as
+ * `runIsolated`), its answer an iterator whose values come back one batch at a time: each
+ * is asked of the worker only when the caller takes it, so the caller never holds more
+ * than one. Leaving the loop early kills the worker.
+ */
+export async function* streamIsolated<O>(
+  file: URL,
+  input: unknown,
+  limits: WorkerLimits,
+  signal?: AbortSignal,
+): AsyncGenerator<O, void, undefined> {
+  const worker = new IsolatedWorker<O>(file, input, limits, true, signal);
+  try {
+    for (;;) {
+      const batch = await worker.next();
+      if (batch.done) return;
+      yield batch.value;
+    }
+  } finally {
+    worker.close();
+  }
 }
 
 interface Waiter {
@@ -217,6 +395,34 @@ export class WorkerPool {
       done(error instanceof WorkerLimitError ? error.failure : 'stopped');
       throw error;
     } finally {
+      release();
+    }
+  }
+
+  /**
+   * Runs `file` on `input` answering in batches (`streamIsolated`) once the bounds let
+   * `key`'s call run; the worker counts against them until the last batch is taken or the
+   * caller leaves the loop.
+   */
+  async *stream<O>(
+    key: string,
+    file: URL,
+    input: unknown,
+    limits: WorkerLimits,
+    signal?: AbortSignal,
+  ): AsyncGenerator<O, void, undefined> {
+    const release = await this.take(key, signal);
+    const memoryMb = Math.min(limits.maxMemoryMb, this.settings.memoryMaxBytes / MIB);
+    const done = countRun(file);
+    let outcome = 'stopped';
+    try {
+      yield* streamIsolated<O>(file, input, { ...limits, maxMemoryMb: memoryMb }, signal);
+      outcome = 'ok';
+    } catch (error) {
+      if (error instanceof WorkerLimitError) outcome = error.failure;
+      throw error;
+    } finally {
+      done(outcome);
       release();
     }
   }
@@ -348,4 +554,22 @@ export function runInWorker<O>(
 ): Promise<O> {
   const key = ctx.workspaceId ?? 'anonymous';
   return workerPool(ctx.config).run<O>(key, file, input, limits, ctx.signal);
+}
+
+/**
+ * `runInWorker` for a module whose default export answers an iterator of batches (a
+ * generator): the batches come back one at a time, each asked of the worker only when the
+ * caller takes it, so the serving process holds at most one. `limits.timeoutMs` counts the
+ * worker's own time, not the caller's on a batch; `maxBatchBytes` bounds each batch and
+ * `maxAnswerBytes` all of them. The worker counts against the bounds until the last batch
+ * is taken or the caller leaves the loop (which kills it).
+ */
+export function streamInWorker<O>(
+  ctx: Pick<Context, 'config' | 'workspaceId' | 'signal'>,
+  file: URL,
+  input: unknown,
+  limits: WorkerLimits,
+): AsyncGenerator<O, void, undefined> {
+  const key = ctx.workspaceId ?? 'anonymous';
+  return workerPool(ctx.config).stream<O>(key, file, input, limits, ctx.signal);
 }

@@ -1,17 +1,25 @@
 // Untrusted input runs in a worker process held to memory, time and answer limits: a
 // hostile one is stopped and named, a fatal out-of-memory ends only the worker, and the
 // pool bounds how many run at once, per process and per workspace.
-import { describe, expect, test } from '@jest/globals';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, test } from '@jest/globals';
 import { loadConfig } from '../../src/config.js';
 import {
   runInWorker,
   runIsolated,
+  streamInWorker,
+  streamIsolated,
   WorkerLimitError,
   WorkerPool,
+  workerBatch,
+  type WorkerLimits,
   type WorkerSettings,
 } from '../../src/workers/run.js';
 
 const hostile = new URL('../fixtures/workers/hostile.mjs', import.meta.url);
+const batches = new URL('../fixtures/workers/batches.mjs', import.meta.url);
 const limits = { maxMemoryMb: 96, timeoutMs: 5_000, maxAnswerBytes: 64 * 1024 };
 
 async function failureOf(input: unknown, held = limits): Promise<string> {
@@ -125,5 +133,100 @@ describe('WorkerPool', () => {
       meta: { limit: 'workers', max: 1 },
     });
     await expect(slow).resolves.toBe('slept');
+  });
+});
+
+type Batch = { index: number; text: string };
+
+const scratch = mkdtempSync(path.join(tmpdir(), 'svc-worker-batches-'));
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+let logs = 0;
+
+/** How many batches the worker made so far, by its log. */
+const made = (log: string) => readFileSync(log, 'utf8').split('\n').filter(Boolean).length;
+
+/** Every batch of a worker answering in batches, or the failure that stopped it. */
+async function batchesOf(input: object, held: WorkerLimits = limits) {
+  const taken: number[] = [];
+  try {
+    for await (const batch of streamIsolated<Batch>(batches, input, held)) taken.push(batch.index);
+    return { taken };
+  } catch (error) {
+    return { taken, failure: error instanceof WorkerLimitError ? error.failure : String(error) };
+  }
+}
+
+describe('streamIsolated: an answer in batches', () => {
+  test('each batch is made only when the caller asks for it, so the caller holds one', async () => {
+    const log = path.join(scratch, `log-${(logs += 1)}`);
+    const delivered: number[] = [];
+    const onBatch = (message: unknown) => delivered.push((message as { bytes: number }).bytes);
+    workerBatch.subscribe(onBatch);
+    const seen: { index: number; madeSoFar: number }[] = [];
+    try {
+      for await (const batch of streamIsolated<Batch>(batches, { count: 4, log }, limits)) {
+        // The worker waits for the next ask: it has made exactly the batches handed over.
+        seen.push({ index: batch.index, madeSoFar: made(log) });
+      }
+    } finally {
+      workerBatch.unsubscribe(onBatch);
+    }
+    expect(seen).toEqual([0, 1, 2, 3].map((index) => ({ index, madeSoFar: index + 1 })));
+    expect(delivered).toHaveLength(4);
+  });
+
+  test('leaving the loop early stops the worker: it makes nothing more', async () => {
+    const log = path.join(scratch, `log-${(logs += 1)}`);
+    for await (const batch of streamIsolated<Batch>(batches, { count: 10, log }, limits)) {
+      if (batch.index === 1) break;
+    }
+    expect(made(log)).toBe(2);
+  });
+
+  test('a batch past maxBatchBytes, or all of them past maxAnswerBytes, is never taken', async () => {
+    const bounded = { ...limits, maxBatchBytes: 4 * 1024, maxAnswerBytes: 16 * 1024 };
+    expect(await batchesOf({ count: 2, bytes: 1000 }, bounded)).toEqual({ taken: [0, 1] });
+    expect(await batchesOf({ count: 2, bytes: 8 * 1024 }, bounded)).toEqual({
+      taken: [],
+      failure: 'answer',
+    });
+    // Each under the batch bound, together past the answer's.
+    expect(await batchesOf({ count: 10, bytes: 3 * 1024 }, bounded)).toMatchObject({
+      failure: 'answer',
+    });
+  });
+
+  test('a worker writing more than it was asked for is stopped', async () => {
+    expect(await batchesOf({ count: 3, unasked: true })).toEqual({ taken: [], failure: 'answer' });
+  });
+
+  test('the time limit counts the worker’s own time, never the caller’s on a batch', async () => {
+    const quick = { ...limits, timeoutMs: 3_000 };
+    const taken: number[] = [];
+    for await (const batch of streamIsolated<Batch>(batches, { count: 2 }, quick)) {
+      // The caller holds the first batch past the worker's whole time.
+      if (batch.index === 0) await new Promise((resolve) => setTimeout(resolve, 3_500));
+      taken.push(batch.index);
+    }
+    expect(taken).toEqual([0, 1]);
+    expect(await batchesOf({ count: 3, spinAt: 1 }, { ...limits, timeoutMs: 500 })).toEqual({
+      taken: [0],
+      failure: 'time',
+    });
+  });
+
+  test('streamInWorker holds its place in the pool until the last batch is taken', async () => {
+    const { config } = loadConfig({ SVC_WORKERS: '1', SVC_WORKER_WAIT: '100ms' });
+    const signal = new AbortController().signal;
+    const ctx = { config, workspaceId: 'a', signal };
+    const stream = streamInWorker<Batch>(ctx, batches, { count: 2 }, limits);
+    expect(await stream.next()).toMatchObject({ value: { index: 0 } });
+    const refused = runInWorker({ ...ctx, workspaceId: 'b' }, hostile, 'answer', limits);
+    await expect(refused).rejects.toMatchObject({ reason: 'rate_limited' });
+    expect(await stream.next()).toMatchObject({ value: { index: 1 } });
+    expect(await stream.next()).toEqual({ done: true, value: undefined });
+    await expect(
+      runInWorker({ ...ctx, workspaceId: 'b' }, hostile, 'answer', limits),
+    ).resolves.toEqual({ echoed: 'answer' });
   });
 });
