@@ -24,6 +24,34 @@ export function deadlineAnswer(options: OperationDeadlineOptions) {
 }
 
 /**
+ * One promise settled by whichever comes first: `running`'s answer, or the deadline, which
+ * cancels the context (its statements stop) and settles with `onExpired()`.
+ */
+export function withinDeadline<T, E>(
+  running: Promise<T>,
+  context: Context,
+  timeoutMs: number,
+  onExpired: () => E,
+): Promise<T | E> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      context.cancel(new Error('operation deadline passed'));
+      resolve(onExpired());
+    }, timeoutMs);
+    running.then(
+      (result) => {
+        clearTimeout(timer);
+        resolve(result);
+      },
+      (error: unknown) => {
+        clearTimeout(timer);
+        reject(error as Error);
+      },
+    );
+  });
+}
+
+/**
  * Ends a query or mutation that runs past its deadline (SPEC 8.1): the answer is a
  * refusal, and the context's signal aborts so resolvers and queries stop working on it.
  * Subscriptions are bounded by the stream lifetime instead.
@@ -37,23 +65,7 @@ export function useOperationDeadline(options: OperationDeadlineOptions): Plugin<
         const running = executeFn(executeArgs);
         // An answer already made has nothing left to bound.
         if (!isPromise(running)) return running;
-        // One promise settled by whichever comes first: the answer or the deadline.
-        return new Promise((resolve, reject) => {
-          const timer = setTimeout(() => {
-            ctx.cancel(new Error('operation deadline passed'));
-            resolve(expired());
-          }, options.timeoutMs);
-          running.then(
-            (result) => {
-              clearTimeout(timer);
-              resolve(result);
-            },
-            (error: unknown) => {
-              clearTimeout(timer);
-              reject(error as Error);
-            },
-          );
-        });
+        return withinDeadline(running, ctx, options.timeoutMs, expired);
       });
     },
   };

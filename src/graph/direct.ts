@@ -18,7 +18,7 @@ import type { Context } from '../context.js';
 import { isDatabaseUnavailable } from '../db/client.js';
 import { isCancellation } from '../db/gate.js';
 import type { ComplexityCheck } from './complexity.js';
-import { deadlineAnswer, type OperationDeadlineOptions } from './deadline.js';
+import { deadlineAnswer, withinDeadline, type OperationDeadlineOptions } from './deadline.js';
 import type { InputLimitsCheck } from './input-limits.js';
 import type { JsonOperation } from './json-operation.js';
 import type { OperationRecorder, Running } from './observe.js';
@@ -211,29 +211,6 @@ export function createDirectPath(options: DirectPathOptions): DirectPath {
   const expired = deadlineAnswer(options.deadline);
   const { timeoutMs } = options.deadline;
 
-  /** The answer, or EXPIRED once the deadline passed first (the context is cancelled). */
-  function bounded(
-    running: Promise<ExecutionResult>,
-    context: Context,
-  ): Promise<ExecutionResult | typeof EXPIRED> {
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
-        context.cancel(new Error('operation deadline passed'));
-        resolve(EXPIRED);
-      }, timeoutMs);
-      running.then(
-        (result) => {
-          clearTimeout(timer);
-          resolve(result);
-        },
-        (error: unknown) => {
-          clearTimeout(timer);
-          reject(error as Error);
-        },
-      );
-    });
-  }
-
   return {
     plugin: {
       onExecute({ args }) {
@@ -284,7 +261,9 @@ export function createDirectPath(options: DirectPathOptions): DirectPath {
       try {
         const made = entry.query.query(undefined, context, operation.variables ?? {}) as
           ExecutionResult | Promise<ExecutionResult>;
-        result = isPromise(made) ? await bounded(made, context) : made;
+        result = isPromise(made)
+          ? await withinDeadline(made, context, timeoutMs, () => EXPIRED)
+          : made;
       } catch {
         return null;
       }
