@@ -11,8 +11,8 @@ import {
   type ExportField,
   type WritableField,
 } from '../../src/plugin-sdk/index.js';
-import { checkValues } from './values.js';
-import { contactFieldEntries, contactFieldValues, type FieldDefinition } from './tables.js';
+import { checkValues, selectValues } from './values.js';
+import { contactFieldEntries, type FieldDefinition } from './tables.js';
 
 /** A live field as an export lists it: every kind, the repeater included. */
 export function exportField(definition: FieldDefinition): ExportField {
@@ -83,20 +83,7 @@ export async function readCells(
   const plain = fields.filter((field) => field.kind !== 'repeater').map((field) => field.id);
   const repeaters = fields.filter((field) => field.kind === 'repeater').map((field) => field.id);
   if (plain.length > 0) {
-    const rows = await tx
-      .select({
-        contactId: contactFieldValues.contactId,
-        fieldId: contactFieldValues.fieldId,
-        value: contactFieldValues.value,
-      })
-      .from(contactFieldValues)
-      .where(
-        and(
-          eq(contactFieldValues.workspaceId, workspaceId),
-          inArray(contactFieldValues.contactId, [...contactIds]),
-          inArray(contactFieldValues.fieldId, plain),
-        ),
-      );
+    const rows = await selectValues(tx, workspaceId, contactIds, plain);
     for (const row of rows) {
       const i = column.get(row.fieldId)!;
       cells.get(row.contactId)![i] = cellText(fields[i]!.kind, row.value);

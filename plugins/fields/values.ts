@@ -401,6 +401,29 @@ export async function deleteContactFieldEntry(
   return input.entryId;
 }
 
+/** The stored values of `contactIds` (of `fieldIds` only, when given): one statement. */
+export function selectValues(
+  db: Db,
+  workspaceId: string,
+  contactIds: readonly string[],
+  fieldIds?: readonly string[],
+) {
+  return db
+    .select({
+      contactId: contactFieldValues.contactId,
+      fieldId: contactFieldValues.fieldId,
+      value: contactFieldValues.value,
+    })
+    .from(contactFieldValues)
+    .where(
+      and(
+        eq(contactFieldValues.workspaceId, workspaceId),
+        inArray(contactFieldValues.contactId, [...contactIds]),
+        fieldIds ? inArray(contactFieldValues.fieldId, [...fieldIds]) : undefined,
+      ),
+    );
+}
+
 /**
  * A request's value loaders: every value of every contact of a page in one read, and every
  * repeater entry of them in another (read only when a repeater is asked for).
@@ -408,20 +431,7 @@ export async function deleteContactFieldEntry(
 export function valueLoaders(db: Db, workspaceId: string) {
   return {
     values: loaderFamily(
-      (ids) =>
-        db
-          .select({
-            contactId: contactFieldValues.contactId,
-            fieldId: contactFieldValues.fieldId,
-            value: contactFieldValues.value,
-          })
-          .from(contactFieldValues)
-          .where(
-            and(
-              eq(contactFieldValues.workspaceId, workspaceId),
-              inArray(contactFieldValues.contactId, [...ids]),
-            ),
-          ),
+      (ids) => selectValues(db, workspaceId, ids),
       (row) => row.contactId,
     )(),
     entries: loaderFamily(
