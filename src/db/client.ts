@@ -139,6 +139,12 @@ export function createDatabase(url: string, options: DatabaseOptions = {}): Data
     // Notices (e.g. "schema already exists") are noise in structured logs.
     onnotice: () => {},
     backoff: reconnectDelaySeconds,
+    // A statement waits for an idle connection rather than being pipelined onto a busy one,
+    // behind a statement that may wait for another caller's lock: no head-of-line blocking
+    // across callers (src/db/gate.ts). PostgreSQL runs one statement per connection at a
+    // time either way. Needs the patched postgres.js (patches/README.md): 3.4.9's BEGIN
+    // never took its connection with this setting.
+    max_pipeline: 0,
     ...targetSessionAttrs(url, options),
     connection: {
       application_name: options.applicationName ?? 'svc',

@@ -122,21 +122,6 @@ class LazyQuery implements PromiseLike<unknown> {
 }
 
 /**
- * Runs `work` on a connection no other statement is using. postgres.js would otherwise
- * pipeline a statement onto a busy connection when none is idle, behind a statement that
- * may wait for another caller's lock: head-of-line blocking across callers. A reserved
- * connection waits in postgres.js's queue for the first idle one instead.
- */
-async function onIdleConnection<T>(database: Database, work: (sql: Sql) => Promise<T>) {
-  const connection = await database.sql.reserve();
-  try {
-    return await work(connection);
-  } finally {
-    connection.release();
-  }
-}
-
-/**
  * Gates every graph request's statements (docs/limits.md, "Half the pool for one caller"):
  * one caller holds at most `share` pooled connections, and a cancelled request's
  * statements are cancelled in PostgreSQL rather than left to run on after its answer.
@@ -278,10 +263,10 @@ export function createQueryGate(database: Database, options: QueryGateOptions): 
       unsafe: (query, params, options) =>
         new LazyQuery((asValues) =>
           traceStatement(query, () =>
+            // The pool pipelines nothing (src/db/client.ts): a statement waits in
+            // postgres.js's queue for an idle connection, never behind another caller's.
             inTurn(() =>
-              onIdleConnection(database, (sql) =>
-                track(sql.unsafe(query, params as never, asPrepared(options)), asValues),
-              ),
+              track(database.sql.unsafe(query, params as never, asPrepared(options)), asValues),
             ),
           ),
         ),
