@@ -76,24 +76,53 @@ export function signedIn(ctx: Context): SignedInContext {
   return ctx as SignedInContext;
 }
 
-/** What a context is made of; `log` may be the function that makes it, on first use. */
-export type ContextFields = Omit<Context, 'workspaceId' | 'loaders' | 'log'> & {
+/**
+ * What a context is made of; `log`, `signal` and `headers` may be the functions that make
+ * them, on first use (most requests never log, and `{ version }` reads neither of the others).
+ */
+export type ContextFields = Omit<
+  Context,
+  'workspaceId' | 'loaders' | 'log' | 'signal' | 'headers'
+> & {
   log: Logger | (() => Logger);
+  signal: AbortSignal | (() => AbortSignal);
+  headers: Headers | (() => Headers);
 };
 
-/** A request's context: the caller's workspace and fresh loaders follow from its actor. */
+/**
+ * A request's context: the caller's workspace and fresh loaders follow from its actor.
+ * Built field by field, with its lazy fields as getters of the literal, so every context
+ * has one shape (a spread of the fields, or a getter defined afterwards, gave each its own).
+ */
 export function createContext(fields: ContextFields): Context {
   const workspaceId = fields.actor?.workspaceId ?? null;
-  const { log: logOrMake, ...rest } = fields;
-  // Most requests never log: a request's child logger is made when one does.
+  const { log: logOrMake, signal: signalOrMake, headers: headersOrMake, database } = fields;
   let log = typeof logOrMake === 'function' ? undefined : logOrMake;
-  return {
-    ...rest,
+  let signal = typeof signalOrMake === 'function' ? undefined : signalOrMake;
+  let headers = typeof headersOrMake === 'function' ? undefined : headersOrMake;
+  const context: Context = {
+    config: fields.config,
+    database,
+    requestId: fields.requestId,
+    actor: fields.actor,
     workspaceId,
     // The request's database view is made on first use (src/db/gate.ts), by loaders too.
-    loaders: new RequestLoaders(() => rest.database.db, workspaceId),
+    loaders: new RequestLoaders(() => database.db, workspaceId),
+    access: fields.access,
+    clientAddress: fields.clientAddress,
+    responseCookies: fields.responseCookies,
+    events: fields.events,
+    cancel: fields.cancel,
     get log() {
       return (log ??= (logOrMake as () => Logger)());
     },
+    get signal() {
+      return (signal ??= (signalOrMake as () => AbortSignal)());
+    },
+    get headers() {
+      return (headers ??= (headersOrMake as () => Headers)());
+    },
   };
+  if (fields.singleConnection) context.singleConnection = fields.singleConnection;
+  return context;
 }

@@ -319,11 +319,12 @@ export function createGraphRoute(deps: GraphRouteDeps) {
       if (step?.kind === 'connect' && actor) {
         holdConnection(actor, step.token, controller as AbortController);
       }
-      // The request's fields as Yoga's Headers (read lazily, from a record); the Request
-      // itself is made only for Yoga. Yoga's own Request class keeps a buffered body as it
+      // The request's fields as Yoga's Headers, made when read (the locale, Yoga's
+      // Request; the direct path reads none); the Request itself is made only for Yoga. Yoga's own Request class keeps a buffered body as it
       // is; undici's would wrap it in a stream. Only a stream needs the request's signal
       // (Yoga ends a subscription with it).
-      const requestHeaders = new deps.graph.fetchAPI.Headers(headerRecord(req));
+      let headers: Headers | undefined;
+      const requestHeaders = () => (headers ??= new deps.graph.fetchAPI.Headers(headerRecord(req)));
       const request = () =>
         toWebRequest(
           req,
@@ -331,7 +332,7 @@ export function createGraphRoute(deps: GraphRouteDeps) {
           read,
           streaming ? controller.signal : null,
           deps.graph.fetchAPI.Request,
-          requestHeaders,
+          requestHeaders(),
         );
       const requestId = randomUUID();
       const responseCookies: string[] = [];
@@ -349,8 +350,8 @@ export function createGraphRoute(deps: GraphRouteDeps) {
         clientAddress,
         headers: requestHeaders,
         responseCookies,
-        // Replaced by a getter below: the signal is made when first read.
-        signal: undefined as unknown as AbortSignal,
+        // Made when first read (a statement, the deadline): `{ version }` makes none.
+        signal: () => controller.signal,
         cancel: (reason) => controller.abort(reason),
         events: deps.events,
         ...(step?.kind === 'operate' && actor
@@ -361,10 +362,6 @@ export function createGraphRoute(deps: GraphRouteDeps) {
               },
             }
           : {}),
-      });
-      Object.defineProperty(context, 'signal', {
-        get: () => controller.signal,
-        enumerable: true,
       });
       const sendOptions: SendOptions =
         actor || schemaOnly
