@@ -114,6 +114,7 @@ async function copyBaseline(databaseUrl: string, data: string[][]): Promise<numb
     const started = performance.now();
     await sql.begin(async (tx) => {
       const copy = async (statement: string, lines: string[]) => {
+        const t0 = performance.now();
         const writable = await tx.unsafe(statement).writable();
         for (let i = 0; i < lines.length; i += 5_000) {
           writable.write(lines.slice(i, i + 5_000).join(''));
@@ -121,6 +122,7 @@ async function copyBaseline(databaseUrl: string, data: string[][]): Promise<numb
         await new Promise<void>((resolve, reject) =>
           writable.end((error?: Error | null) => (error ? reject(error) : resolve())),
         );
+        console.error('PROFILE baseline', statement.slice(0, 30), performance.now() - t0);
       };
       await copy(
         'copy contacts (workspace_id, id, name) from stdin',
