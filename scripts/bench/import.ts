@@ -197,6 +197,11 @@ async function copyBaseline(
           `${workspaceId}\t${ids[i]}\t${fieldId('remark')}\t"${row[4]}"\n`,
         ]),
       );
+      // The workspace's contact count (contactPage.total reads it), as every write keeps it.
+      await tx`
+        insert into workspace_counts (workspace_id, contacts) values (${workspaceId}, ${data.length})
+        on conflict (workspace_id) do update
+          set contacts = workspace_counts.contacts + excluded.contacts`;
     });
     const seconds = (performance.now() - started) / 1000;
     const own = process.cpuUsage(ownBefore);
