@@ -583,37 +583,20 @@ export async function commitImport(ctx: Context, id: string): Promise<ImportView
       // Progress steps are written in order beside the transaction, not waited for batch by
       // batch (each is a commit of its own); the last is waited for before the answer.
       let progressed: Promise<void> = Promise.resolve();
-      // The next batch is read and judged (beside the transaction) while this one is
-      // written: the database ingests one batch while this process judges the next.
-      const batches = stagedBatches(db, job);
-      const judgeNext = async () => {
-        const next = await batches.next();
-        return next.done ? null : { staged: next.value, batch: await judge.judge(next.value) };
-      };
-      let following = judgeNext();
-      try {
-        for (;;) {
-          const current = await following;
-          if (!current) break;
-          following = judgeNext();
-          following.catch(() => {}); // awaited with the next batch; a failure here ends it
-          const { staged, batch } = current;
-          await stored;
-          created += await createRows(tx, write, batch);
-          merged += await mergeRows(tx, write, batch);
-          heldInFile(batch);
-          const moved = batch.filter((row, i) => changed(staged[i]!, row));
-          if (moved.length > 0) {
-            stored = storeReasons(tx, job, moved);
-            stored.catch(() => {}); // awaited with the next batch, or below
-          }
-          progressed = progress!.advance(batch.length);
-          rows += batch.length;
+      // One batch held at a time (issue 29 goal 6): judged, written, then the next read.
+      for await (const staged of stagedBatches(db, job)) {
+        const batch = await judge.judge(staged);
+        await stored;
+        created += await createRows(tx, write, batch);
+        merged += await mergeRows(tx, write, batch);
+        heldInFile(batch);
+        const moved = batch.filter((row, i) => changed(staged[i]!, row));
+        if (moved.length > 0) {
+          stored = storeReasons(tx, job, moved);
+          stored.catch(() => {}); // awaited with the next batch, or below
         }
-      } finally {
-        // A batch judged ahead of a failed write is let go of before the transaction ends.
-        await following.catch(() => null);
-        await batches.return(undefined);
+        progressed = progress!.advance(batch.length);
+        rows += batch.length;
       }
       await stored;
       await progressed;
