@@ -1,6 +1,7 @@
 // Mapping an import's columns and committing it (docs/importer.md): every row judged by
 // the mapping (SPEC 2.10's reasons), then the rows without a blocking reason written as
 // contacts, identities and custom field values in one transaction.
+import { randomUUID } from 'node:crypto';
 import { and, asc, eq, gt, sql } from 'drizzle-orm';
 import {
   AppError,
@@ -126,18 +127,18 @@ function parseMapping(
 /** What a row holding an existing contact's address does (`importSetMapping`). */
 export type ExistingContacts = 'skip' | 'merge';
 
-/** What the commit will do with a row, then (past tense) what it did. */
-export type RowOutcome = 'create' | 'merge' | 'skip' | 'created' | 'merged' | 'skipped';
+/** What the commit will do with a row (a committed import's rows read it as `created`…). */
+export type RowOutcome = 'create' | 'merge' | 'skip';
 
 /**
  * A row of the file that creates a contact, as later rows of the file see it: its line,
- * its name, and its contact once the commit created it. Kept per address it claims, in
- * place of the row itself, so judging holds one batch of rows at a time.
+ * its name, and the id its contact is given. Kept per address it claims, in place of the
+ * row itself, so judging holds one batch of rows at a time.
  */
 interface FileContact {
   line: number;
   name: string;
-  contactId: string | null;
+  contactId: string;
 }
 
 /** A contact a merging row goes into: one of the workspace's, or an earlier row's. */
@@ -148,6 +149,8 @@ interface Judged {
   line: number;
   reason: RowReason;
   contactId: string | null;
+  /** contactId names a contact the commit creates (the row's own, or an earlier row's). */
+  planned: boolean;
   outcome: RowOutcome;
   contact?: NewContact;
   /** The row's custom field values as checked when judged (written as they are). */
@@ -248,10 +251,14 @@ class RowJudge {
       checked = result as CheckedFieldValues;
     }
     const kept = stored && IMPORTS_ANYWAY.has(stored.code) ? stored : null;
+    // The id the last mapping planned for the row's contact, so a commit judging the row
+    // as the mapping did leaves it as stored.
+    const planned = row.contactPlanned && row.outcome === 'create' ? row.contactId : null;
     return {
       line: row.line,
       reason: kept,
-      contactId: null,
+      contactId: planned ?? randomUUID(),
+      planned: true,
       outcome: 'create',
       contact,
       ...(checked ? { checked } : {}),
@@ -269,6 +276,7 @@ class RowJudge {
       Object.assign(row, {
         reason: reason('identity_taken_by', { ownerName: holder.contactName }),
         contactId: holder.contactId,
+        planned: false,
         contact: undefined,
         checked: undefined,
         outcome: 'skip',
@@ -276,11 +284,13 @@ class RowJudge {
     } else if (earlier !== undefined) {
       Object.assign(row, {
         reason: reason('identity_taken'),
+        // The earlier row's contact, once a commit creates it, holds the address.
+        contactId: earlier?.contactId ?? null,
+        planned: earlier !== null,
         contact: undefined,
         checked: undefined,
         outcome: 'skip',
       });
-      // The earlier row's contact, once a commit creates it, holds the address.
       if (earlier) row.heldBy = earlier;
     }
     const seen = row.contact ? this.creating(row) : null;
@@ -289,7 +299,7 @@ class RowJudge {
 
   /** What later rows see of a row creating a contact. */
   private creating(row: Judged): FileContact {
-    row.creates ??= { line: row.line, name: row.contact!.name, contactId: null };
+    row.creates ??= { line: row.line, name: row.contact!.name, contactId: row.contactId! };
     return row.creates;
   }
 
@@ -331,6 +341,7 @@ class RowJudge {
         contact: undefined,
         checked: undefined,
         contactId: 'contactId' in target ? target.contactId : null,
+        planned: false,
       });
       return;
     } else {
@@ -340,7 +351,9 @@ class RowJudge {
         mergeInto: target,
         adds,
         contact: undefined,
-        contactId: 'contactId' in target ? target.contactId : null,
+        // Into an earlier row's contact: the id its commit gives it.
+        contactId: 'contactId' in target ? target.contactId : target.row.contactId,
+        planned: !('contactId' in target),
       });
     }
     for (const { channel, identifierKey } of adds) {
@@ -353,6 +366,7 @@ const skipped = (line: number, why: RowReason): Judged => ({
   line,
   reason: why,
   contactId: null,
+  planned: false,
   outcome: 'skip',
 });
 
@@ -425,15 +439,19 @@ async function storeReasons(db: Db, job: Import, judged: readonly Judged[]): Pro
     const lines = `{${batch.map((row) => row.line).join(',')}}`;
     const reasons = JSON.stringify(batch.map((row) => row.reason));
     const contactIds = JSON.stringify(batch.map((row) => row.contactId));
+    const planned = `{${batch.map((row) => row.planned).join(',')}}`;
     const outcomes = JSON.stringify(batch.map((row) => row.outcome));
     // Arrays unnested side by side, joined along the primary key: one index probe a row.
     await db.execute(sql`
       update import_rows
-      set reason = given.reason, contact_id = given.contact_id, outcome = given.outcome
+      set reason = given.reason, contact_id = given.contact_id,
+        contact_planned = given.planned, outcome = given.outcome
       from (
         select line, nullif(reasons.value, 'null'::jsonb) as reason,
-          (ids.value #>> '{}')::uuid as contact_id, outcomes.value #>> '{}' as outcome
-        from unnest(${lines}::int[]) with ordinality as lines(line, n)
+          (ids.value #>> '{}')::uuid as contact_id, planned,
+          outcomes.value #>> '{}' as outcome
+        from unnest(${lines}::int[], ${planned}::boolean[]) with ordinality
+          as lines(line, planned, n)
         join jsonb_array_elements(${reasons}::jsonb) with ordinality as reasons(value, n) using (n)
         join jsonb_array_elements(${contactIds}::jsonb) with ordinality as ids(value, n) using (n)
         join jsonb_array_elements(${outcomes}::jsonb) with ordinality as outcomes(value, n)
@@ -442,6 +460,28 @@ async function storeReasons(db: Db, job: Import, judged: readonly Judged[]): Pro
       where import_rows.workspace_id = ${job.workspaceId}
         and import_rows.import_id = ${job.id} and import_rows.line = given.line`);
   }
+}
+
+/** A value's JSON with object keys sorted: jsonb keeps keys in an order of its own. */
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
+  if (value && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value ?? null);
+}
+
+/** Whether the commit's judgement of a row differs from what the row stores. */
+function changed(stored: ImportRow, judged: Judged): boolean {
+  return (
+    stored.outcome !== judged.outcome ||
+    (stored.contactId ?? null) !== judged.contactId ||
+    stored.contactPlanned !== judged.planned ||
+    canonical(stored.reason) !== canonical(judged.reason)
+  );
 }
 
 /**
@@ -534,23 +574,32 @@ export async function commitImport(ctx: Context, id: string): Promise<ImportView
       let rows = 0;
       let created = 0;
       let merged = 0;
-      // A batch's reasons (and the progress beside) are stored while the next batch is read
-      // and judged beside the transaction (the staged rows are committed, and this
+      // A batch's changed reasons (and the progress beside) are stored while the next batch
+      // is read and judged beside the transaction (the staged rows are committed, and this
       // transaction holds the import); what is pending holds its statement's arrays, not
-      // the rows.
+      // the rows. A row judged as its mapping judged it, with the contact id it planned,
+      // is left as it is: a committed import's rows read their outcome in the past tense.
       let stored: Promise<unknown> = Promise.resolve();
+      // Progress steps are written in order beside the transaction, not waited for batch by
+      // batch (each is a commit of its own); the last is waited for before the answer.
+      let progressed: Promise<void> = Promise.resolve();
+      // One batch held at a time (issue 29 goal 6): judged, written, then the next read.
       for await (const staged of stagedBatches(db, job)) {
         const batch = await judge.judge(staged);
         await stored;
         created += await createRows(tx, write, batch);
         merged += await mergeRows(tx, write, batch);
         heldInFile(batch);
-        for (const row of batch) row.outcome = DONE[row.outcome];
-        stored = Promise.all([storeReasons(tx, job, batch), progress!.advance(batch.length)]);
-        stored.catch(() => {}); // awaited with the next batch, or below
+        const moved = batch.filter((row, i) => changed(staged[i]!, row));
+        if (moved.length > 0) {
+          stored = storeReasons(tx, job, moved);
+          stored.catch(() => {}); // awaited with the next batch, or below
+        }
+        progressed = progress!.advance(batch.length);
         rows += batch.length;
       }
       await stored;
+      await progressed;
       const skipped = rows - created - merged;
       const [done] = await tx
         .update(imports)
@@ -592,16 +641,6 @@ export async function commitImport(ctx: Context, id: string): Promise<ImportView
   }
 }
 
-/** What a row's outcome reads once the commit did it. */
-const DONE: Record<RowOutcome, RowOutcome> = {
-  create: 'created',
-  merge: 'merged',
-  skip: 'skipped',
-  created: 'created',
-  merged: 'merged',
-  skipped: 'skipped',
-};
-
 /** What a commit writes with: the workspace, the actor, and a connection beside it. */
 interface Write {
   workspaceId: string;
@@ -620,17 +659,13 @@ function checkedValues(rows: readonly Judged[]) {
 /** Creates the contacts of the batch's rows that create one; answers how many. */
 async function createRows(tx: Db, write: Write, batch: readonly Judged[]): Promise<number> {
   const importable = batch.filter((row) => row.contact);
-  const ids = await createContactsIn(
+  // Each with the id judging gave it (the mapping's, when it stands).
+  await createContactsIn(
     tx,
     write.workspaceId,
     importable.map((row) => row.contact!),
-    { lookup: write.lookup },
+    { lookup: write.lookup, ids: importable.map((row) => row.contactId!) },
   );
-  importable.forEach((row, n) => {
-    row.contactId = ids[n]!;
-    // Later rows of the file holding its addresses now name it.
-    if (row.creates) row.creates.contactId = row.contactId;
-  });
   const writes = checkedValues(importable);
   if (writes.length > 0) {
     await findService('fields')!.writeValuesMany(tx, {
@@ -652,10 +687,6 @@ async function createRows(tx: Db, write: Write, batch: readonly Judged[]): Promi
 async function mergeRows(tx: Db, write: Write, batch: readonly Judged[]): Promise<number> {
   const merging = batch.filter((row) => row.outcome === 'merge');
   if (merging.length === 0) return 0;
-  for (const row of merging) {
-    const target = row.mergeInto!;
-    row.contactId = 'contactId' in target ? target.contactId : target.row.contactId;
-  }
   // Judged before this point: a contact erased since then is refused, not a foreign-key error.
   await lockContactsIn(
     tx,
@@ -700,7 +731,7 @@ async function lockImportNow(tx: Db, workspaceId: string, id: string): Promise<I
 function heldInFile(batch: readonly Judged[]): void {
   for (const row of batch) {
     const holder = row.heldBy;
-    if (!holder?.contactId) continue;
+    if (!holder) continue;
     row.reason = reason('identity_taken_by', { ownerName: holder.name });
     row.contactId = holder.contactId;
   }

@@ -163,7 +163,7 @@ export const ImportObject = builder.objectRef<ImportView>('Import').implement({
         }),
       },
       extensions: costs({ cost: STATEMENT }),
-      resolve: (job, args, ctx) => importRowsOf(ctx, job.id, args),
+      resolve: (job, args, ctx) => importRowsOf(ctx, job, args),
     }),
   }),
 });

@@ -43,14 +43,28 @@ export class ProgressReport {
     return new ProgressReport(db, job, total);
   }
 
-  /** `rows` more are done. */
-  async advance(rows: number): Promise<void> {
+  /** The steps written so far, in order: rejected with the first that failed. */
+  private writing: Promise<void> = Promise.resolve();
+
+  /**
+   * `rows` more are done: written once the steps before it are, each committed on its own.
+   * Answers once written, or with the first step's failure; the work may go on meanwhile
+   * (a commit doesn't wait out a step's commit before writing its next batch).
+   */
+  advance(rows: number): Promise<void> {
     this.done = Math.min(this.total, this.done + rows);
-    await this.db.update(importProgress).set({ done: this.done }).where(this.row());
+    const done = this.done;
+    const step = this.writing.then(async () => {
+      await this.db.update(importProgress).set({ done }).where(this.row());
+    });
+    this.writing = step;
+    step.catch(() => {}); // the caller hears of a failure when it waits for a step
+    return step;
   }
 
   /** The work ended, whichever way: nothing is running any more. */
   async end(): Promise<void> {
+    await this.writing.catch(() => {});
     await this.db.delete(importProgress).where(this.row());
   }
 

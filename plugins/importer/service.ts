@@ -1,6 +1,18 @@
 // Imports: an uploaded file read in a worker process and staged row by row with its
 // reason (SPEC 2.10), then listed and paged.
-import { and, asc, desc, eq, getTableColumns, gt, lt, or, sql, type SQL } from 'drizzle-orm';
+import {
+  and,
+  asc,
+  desc,
+  eq,
+  getTableColumns,
+  gt,
+  inArray,
+  lt,
+  or,
+  sql,
+  type SQL,
+} from 'drizzle-orm';
 import {
   pageSize,
   recordEvent,
@@ -257,13 +269,34 @@ export async function listImports(
   );
 }
 
+/** What a row's stored outcome reads once its import is committed. */
+const DONE: Record<string, string> = { create: 'created', merge: 'merged', skip: 'skipped' };
+
+/**
+ * A staged row as it reads: a committed import's outcome in the past tense; a contact the
+ * commit creates (`contactPlanned`) not named before it is committed.
+ */
+function rowAsRead(row: ImportRow, committed: boolean): ImportRow {
+  if (committed)
+    return row.outcome && DONE[row.outcome] ? { ...row, outcome: DONE[row.outcome]! } : row;
+  return row.contactPlanned ? { ...row, contactId: null } : row;
+}
+
+/** The stored outcomes a row read as `outcome` may hold. */
+function storedOutcomes(outcome: string, committed: boolean): string[] {
+  if (!committed) return [outcome];
+  // Commits before `contactPlanned` stored the past tense itself.
+  const present = Object.keys(DONE).find((stored) => DONE[stored] === outcome);
+  return present ? [present, outcome] : [];
+}
+
 /**
  * `Import.rows(first, afterLine, reason, outcome)`: rows in file order, by reason code or
- * outcome if asked.
+ * outcome (as read) if asked.
  */
 export async function importRowsOf(
   ctx: Context,
-  importId: string,
+  job: Pick<Import, 'id' | 'state'>,
   args: {
     first?: number | null;
     afterLine?: number | null;
@@ -273,24 +306,28 @@ export async function importRowsOf(
 ): Promise<ImportRow[]> {
   const { workspaceId } = signedIn(ctx);
   const limit = pageSize(args.first, ctx.config);
+  const committed = job.state === 'committed';
   const reason =
     args.reason === undefined || args.reason === null
       ? undefined
       : args.reason === ''
         ? sql`${importRows.reason} is null`
         : sql`${importRows.reason}->>'code' = ${args.reason}`;
-  return ctx.database.db
+  const outcomes = args.outcome != null ? storedOutcomes(args.outcome, committed) : null;
+  if (outcomes?.length === 0) return [];
+  const rows = await ctx.database.db
     .select()
     .from(importRows)
     .where(
       and(
         eq(importRows.workspaceId, workspaceId),
-        eq(importRows.importId, importId),
+        eq(importRows.importId, job.id),
         args.afterLine != null ? gt(importRows.line, args.afterLine) : undefined,
         reason,
-        args.outcome != null ? eq(importRows.outcome, args.outcome) : undefined,
+        outcomes ? inArray(importRows.outcome, outcomes) : undefined,
       ),
     )
     .orderBy(asc(importRows.line))
     .limit(limit);
+  return rows.map((row) => rowAsRead(row, committed));
 }

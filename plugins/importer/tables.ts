@@ -2,6 +2,7 @@
 // (SPEC 2.10). drizzle.config.ts points drizzle-kit here.
 import { sql } from 'drizzle-orm';
 import {
+  boolean,
   foreignKey,
   index,
   integer,
@@ -79,11 +80,20 @@ export const importRows = pgTable(
     line: integer().notNull(),
     cells: jsonb().$type<string[]>().notNull(),
     reason: jsonb().$type<StoredReason>(),
-    /** The contact holding the row's address (identity_taken_by), or the one it created. */
-    contactId: uuid(),
     /**
-     * What the commit will do with the row (`create`, `merge`, `skip`), set by a mapping,
-     * then what it did (`created`, `merged`, `skipped`); null before a mapping.
+     * The contact holding the row's address (identity_taken_by), or the one it created.
+     * A mapping stores the id the commit will give the contact the row creates (or the
+     * earlier row's it merges into or is held by), `contactPlanned`, read as null until the
+     * import is committed: a commit that judges the row as the mapping did writes nothing.
+     */
+    contactId: uuid(),
+    /** contactId names a contact the commit creates (read as null before the commit). */
+    contactPlanned: boolean().notNull().default(false),
+    /**
+     * What the commit will do with the row (`create`, `merge`, `skip`), set by a mapping
+     * and left as it is by a commit that judged the same (a committed import's rows read
+     * it in the past tense, `created`, `merged`, `skipped`, as commits before this column's
+     * `contactPlanned` stored it); null before a mapping.
      */
     outcome: text(),
   },

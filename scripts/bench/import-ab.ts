@@ -56,10 +56,17 @@ for (let round = 1; round <= ROUNDS; round += 1) {
       try {
         const token = await tokenFor(db.url);
         const graph = `${service.url}/api/graphql`;
-        const figures = await measureImports({ databaseUrl: db.url, graph, token });
-        console.log(`\nround ${round}, ${label}: COPY ${figures.copySeconds.toFixed(2)} s`);
-        console.log(importLine('CSV', figures.csv, figures.copySeconds));
-        console.log(importLine('XLSX', figures.xlsx, figures.copySeconds));
+        const figures = await measureImports({
+          databaseUrl: db.url,
+          graph,
+          token,
+          pid: service.child.pid!,
+        });
+        console.log(
+          `\nround ${round}, ${label}: COPY ${figures.copySeconds.toFixed(2)} s, CPU ${figures.copyCpuSeconds.toFixed(2)} s`,
+        );
+        console.log(importLine('CSV', figures.csv, figures));
+        console.log(importLine('XLSX', figures.xlsx, figures));
         console.log(`svc serve peak RSS: ${peakRssMb(service.child.pid!).toFixed(0)} MB`);
       } finally {
         await service.stop();

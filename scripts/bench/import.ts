@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import * as XLSX from 'xlsx';
 import { createDatabase } from '../../src/db/client.js';
+import { cpuMicros } from './support.js';
 
 const ROWS = Number(process.env.BENCH_IMPORT_ROWS ?? 50_000);
 
@@ -76,8 +77,47 @@ const MAPPING = [
   { column: 4, target: 'field:remark' },
 ];
 
+/**
+ * CPU time so far of the database's server processes (every backend connected to the
+ * bench's database, read from /proc: the server runs on this machine) and of `pids`.
+ * A shared machine moves wall time with what else runs; CPU time moves much less.
+ */
+async function cpuNow(probe: ProbeDb, pids: readonly number[]): Promise<Map<number, number>> {
+  const backends = await probe.sql<{ pid: number }[]>`
+    select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()`;
+  const times = new Map<number, number>();
+  for (const pid of [...backends.map((row) => row.pid), ...pids]) {
+    try {
+      times.set(pid, cpuMicros(pid));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return times;
+}
+
+/** CPU seconds spent between two `cpuNow` readings (a process new since the first counts whole). */
+function cpuSpent(before: Map<number, number>, after: Map<number, number>): number {
+  let micros = 0;
+  const each: number[] = [];
+  for (const [pid, time] of after) {
+    micros += time - (before.get(pid) ?? 0);
+    each.push((time - (before.get(pid) ?? 0)) / 1e6);
+  }
+  if (process.env.BENCH_CPU_DETAIL) console.error('cpu by process', each.join(' '));
+  return micros / 1e6;
+}
+
+type ProbeDb = ReturnType<typeof createDatabase>;
+
 /** Upload, map and commit one file; answers the seconds each stage took. */
-async function importFile(graph: string, token: string, bytes: Buffer, name: string) {
+async function importFile(
+  graph: string,
+  token: string,
+  bytes: Buffer,
+  name: string,
+  cpu: { probe: ProbeDb; pid: number },
+) {
   let started = performance.now();
   const staged = await upload(graph, token, bytes, name);
   const stagedSeconds = (performance.now() - started) / 1000;
@@ -89,16 +129,31 @@ async function importFile(graph: string, token: string, bytes: Buffer, name: str
     { id: staged.id, m: MAPPING },
   );
   const mappedSeconds = (performance.now() - started) / 1000;
+  const cpuBefore = await cpuNow(cpu.probe, [cpu.pid]);
   started = performance.now();
   await post(graph, token, 'mutation ($id: UUID!) { importCommit(id: $id) { id } }', {
     id: staged.id,
   });
   const committedSeconds = (performance.now() - started) / 1000;
-  return { rows: staged.rowCount, stagedSeconds, mappedSeconds, committedSeconds };
+  const committedCpuSeconds = cpuSpent(cpuBefore, await cpuNow(cpu.probe, [cpu.pid]));
+  return {
+    rows: staged.rowCount,
+    stagedSeconds,
+    mappedSeconds,
+    committedSeconds,
+    committedCpuSeconds,
+  };
 }
 
-/** The same rows written with COPY into contacts, identities and field values. */
-async function copyBaseline(databaseUrl: string, data: string[][]): Promise<number> {
+/**
+ * The same rows written with COPY into contacts, identities and field values: its seconds,
+ * and the CPU seconds of this process and the database's processes meanwhile.
+ */
+async function copyBaseline(
+  databaseUrl: string,
+  data: string[][],
+  probe: ProbeDb,
+): Promise<{ seconds: number; cpuSeconds: number }> {
   const database = createDatabase(databaseUrl, { max: 2 });
   try {
     const { sql } = database;
@@ -111,6 +166,8 @@ async function copyBaseline(databaseUrl: string, data: string[][]): Promise<numb
       returning id, name`;
     const fieldId = (name: string) => fields.find((f) => f.name === name)!.id;
     const ids = data.map(() => randomUUID());
+    const cpuBefore = await cpuNow(probe, []);
+    const ownBefore = process.cpuUsage();
     const started = performance.now();
     await sql.begin(async (tx) => {
       const copy = async (statement: string, lines: string[]) => {
@@ -140,8 +197,16 @@ async function copyBaseline(databaseUrl: string, data: string[][]): Promise<numb
           `${workspaceId}\t${ids[i]}\t${fieldId('remark')}\t"${row[4]}"\n`,
         ]),
       );
+      // The workspace's contact count (contactPage.total reads it), as every write keeps it.
+      await tx`
+        insert into workspace_counts (workspace_id, contacts) values (${workspaceId}, ${data.length})
+        on conflict (workspace_id) do update
+          set contacts = workspace_counts.contacts + excluded.contacts`;
     });
-    return (performance.now() - started) / 1000;
+    const seconds = (performance.now() - started) / 1000;
+    const own = process.cpuUsage(ownBefore);
+    const cpuSeconds = cpuSpent(cpuBefore, await cpuNow(probe, [])) + (own.user + own.system) / 1e6;
+    return { seconds, cpuSeconds };
   } finally {
     await database.close();
   }
@@ -156,6 +221,8 @@ export function peakRssMb(pid: number): number {
 /** One run of the scenario: COPY's seconds and each file's stages. */
 export interface ImportFigures {
   copySeconds: number;
+  /** CPU seconds of the COPY: this process's and the database's. */
+  copyCpuSeconds: number;
   csv: { bytes: number } & Awaited<ReturnType<typeof importFile>>;
   xlsx: { bytes: number } & Awaited<ReturnType<typeof importFile>>;
 }
@@ -165,8 +232,23 @@ export async function measureImports(options: {
   databaseUrl: string;
   graph: string;
   token: string;
+  /** `svc serve`'s process, whose CPU a commit counts beside the database's. */
+  pid: number;
 }): Promise<ImportFigures> {
+  const probe = createDatabase(options.databaseUrl, { max: 1 });
+  try {
+    return await measureWith(options, probe);
+  } finally {
+    await probe.close();
+  }
+}
+
+async function measureWith(
+  options: { databaseUrl: string; graph: string; token: string; pid: number },
+  probe: ProbeDb,
+): Promise<ImportFigures> {
   const { graph, token } = options;
+  const cpu = { probe, pid: options.pid };
   for (const input of [
     { name: 'tier', label: 'Tier', kind: 'select', options: ['Gold', 'Silver'] },
     { name: 'remark', label: 'Remark', kind: 'text' },
@@ -181,20 +263,25 @@ export async function measureImports(options: {
     );
   }
   const csv = csvOf(rows());
-  const csvRun = await importFile(graph, token, csv, 'contacts.csv');
+  const csvRun = await importFile(graph, token, csv, 'contacts.csv', cpu);
   const xlsx = xlsxOf(rows());
-  const xlsxRun = await importFile(graph, token, xlsx, 'contacts.xlsx');
-  const copySeconds = await copyBaseline(options.databaseUrl, rows());
+  const xlsxRun = await importFile(graph, token, xlsx, 'contacts.xlsx', cpu);
+  const copy = await copyBaseline(options.databaseUrl, rows(), probe);
   return {
-    copySeconds,
+    copySeconds: copy.seconds,
+    copyCpuSeconds: copy.cpuSeconds,
     csv: { bytes: csv.length, ...csvRun },
     xlsx: { bytes: xlsx.length, ...xlsxRun },
   };
 }
 
 /** A file's line of the report: its size, rows, stages and the commit against COPY. */
-export function importLine(label: string, run: ImportFigures['csv'], copySeconds: number): string {
-  return `${label.padEnd(6)} ${(run.bytes / 1024 / 1024).toFixed(2)} MiB, ${run.rows} rows: staged ${run.stagedSeconds.toFixed(2)} s, mapped ${run.mappedSeconds.toFixed(2)} s, committed ${run.committedSeconds.toFixed(2)} s (commit ${(run.committedSeconds / copySeconds).toFixed(2)}× COPY)`;
+export function importLine(
+  label: string,
+  run: ImportFigures['csv'],
+  copy: Pick<ImportFigures, 'copySeconds' | 'copyCpuSeconds'>,
+): string {
+  return `${label.padEnd(6)} ${(run.bytes / 1024 / 1024).toFixed(2)} MiB, ${run.rows} rows: staged ${run.stagedSeconds.toFixed(2)} s, mapped ${run.mappedSeconds.toFixed(2)} s, committed ${run.committedSeconds.toFixed(2)} s (commit ${(run.committedSeconds / copy.copySeconds).toFixed(2)}× COPY), CPU ${run.committedCpuSeconds.toFixed(2)} s (${(run.committedCpuSeconds / copy.copyCpuSeconds).toFixed(2)}× COPY's)`;
 }
 
 /** Runs the scenario and prints its lines. */
@@ -206,9 +293,9 @@ export async function importScenario(options: {
 }) {
   const figures = await measureImports(options);
   console.log(
-    `\nimport: COPY of the same ${ROWS} rows into the same tables: ${figures.copySeconds.toFixed(2)} s`,
+    `\nimport: COPY of the same ${ROWS} rows into the same tables: ${figures.copySeconds.toFixed(2)} s, CPU ${figures.copyCpuSeconds.toFixed(2)} s`,
   );
-  console.log(importLine('CSV', figures.csv, figures.copySeconds));
-  console.log(importLine('XLSX', figures.xlsx, figures.copySeconds));
+  console.log(importLine('CSV', figures.csv, figures));
+  console.log(importLine('XLSX', figures.xlsx, figures));
   console.log(`svc serve peak RSS through the bench: ${peakRssMb(options.pid).toFixed(0)} MB`);
 }

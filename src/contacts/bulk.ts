@@ -120,15 +120,20 @@ export async function identityHolders(
  * `import.completed`). The caller has judged the identities free (`identityHolders`): one
  * another contact took meanwhile refuses the whole write with `identity_taken`, naming
  * that contact when `lookup` (a connection beside the transaction, which sees what others
- * committed) is given. Answers the new ids in input order.
+ * committed) is given. `ids`, when given, are the contacts' ids in input order (a caller
+ * that planned them, as an import's mapping does; fresh uuids, or the write fails on the
+ * contacts' key); otherwise each gets a new one. Answers the ids in input order.
  */
 export async function createContactsIn(
   tx: Db,
   workspaceId: string,
   newContacts: readonly NewContact[],
-  options: { lookup?: Db } = {},
+  options: { lookup?: Db; ids?: readonly string[] } = {},
 ): Promise<string[]> {
-  const ids = newContacts.map(() => randomUUID());
+  if (options.ids && options.ids.length !== newContacts.length) {
+    throw new Error('createContactsIn: one id per contact');
+  }
+  const ids = options.ids ? [...options.ids] : newContacts.map(() => randomUUID());
   if (newContacts.length === 0) return ids;
   await copyRows(
     tx,

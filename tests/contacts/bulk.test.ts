@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { and, eq } from 'drizzle-orm';
 import {
   addIdentitiesIn,
+  createContactsIn,
   identityCounts,
   prepareContact,
   type NewContact,
@@ -61,6 +62,55 @@ async function refusal(write: (tx: Db) => Promise<unknown>): Promise<AppError> {
   }
   throw new Error('the write was not refused');
 }
+
+describe('createContactsIn', () => {
+  test('gives the contacts the ids a caller planned, in input order', async () => {
+    const { headers, workspaceId } = await freshWorkspaceHeaders(svc);
+    const planned = [randomUUID(), randomUUID()];
+    const given = ['Ada', 'Bea'].map((name) => {
+      const contact = prepareContact({
+        name,
+        identities: [{ channel: 'email', identifier: `${randomUUID()}@example.com` }],
+      });
+      if (contact instanceof AppError) throw contact;
+      return contact;
+    });
+    const ids = await db.transaction((tx) =>
+      createContactsIn(tx, workspaceId, given, { ids: planned }),
+    );
+    expect(ids).toEqual(planned);
+    const stored = await db
+      .select({ id: contacts.id, name: contacts.name })
+      .from(contacts)
+      .where(eq(contacts.workspaceId, workspaceId));
+    expect(stored.sort((a, b) => a.name.localeCompare(b.name))).toEqual([
+      { id: planned[0], name: 'Ada' },
+      { id: planned[1], name: 'Bea' },
+    ]);
+    expect(await identitiesOf(workspaceId, planned[1]!)).toEqual([
+      given[1]!.identities[0]!.identifier,
+    ]);
+    // Found through the graph as any contact is.
+    const { body } = await svc.graph(
+      'query ($id: UUID!) { contact(id: $id) { name } }',
+      { id: planned[0] },
+      headers,
+    );
+    expect(body).toEqual({ data: { contact: { name: 'Ada' } } });
+  });
+
+  test('an id count that does not match the contacts is refused before anything is written', async () => {
+    const { workspaceId } = await freshWorkspaceHeaders(svc);
+    const contact = prepareContact({
+      name: 'Ada',
+      identities: [{ channel: 'email', identifier: 'a@example.com' }],
+    });
+    if (contact instanceof AppError) throw contact;
+    await expect(
+      db.transaction((tx) => createContactsIn(tx, workspaceId, [contact], { ids: [] })),
+    ).rejects.toThrow('one id per contact');
+  });
+});
 
 describe('addIdentitiesIn', () => {
   test('adds identities, leaves one the contact holds as it is, and touches the contact', async () => {

@@ -298,6 +298,49 @@ describe('importCommit', () => {
     });
   });
 
+  test('a commit judging every row as its mapping did writes no staged row; they read what it did', async () => {
+    const { headers, workspaceId } = await workspace();
+    const id = await stage(
+      'name,email,phone,tier\nAda,ada@example.com,,Gold\nEve,ADA@example.com,,\nBea,,,\n',
+      headers,
+    );
+    dataOf(await map(id, headers), 'importSetMapping');
+    const versions = () => svc.db.database.sql<{ line: number; version: string }[]>`
+      select line, xmin::text as version from import_rows
+      where workspace_id = ${workspaceId} and import_id = ${id} order by line`;
+    const mapped = await versions();
+    const OUTCOMES = `query ($id: UUID!, $outcome: String) {
+      importJob(id: $id) { rows(outcome: $outcome) { line contactId outcome } }
+    }`;
+    const read = async (outcome?: string) =>
+      dataOf<{ rows: { line: number; contactId: string | null; outcome: string }[] }>(
+        (await svc.graph(OUTCOMES, { id, outcome }, headers)).body,
+        'importJob',
+      ).rows;
+    // Before the commit the contact Ada's row creates is named by no row.
+    expect(await read()).toEqual([
+      { line: 2, contactId: null, outcome: 'create' },
+      { line: 3, contactId: null, outcome: 'skip' },
+      { line: 4, contactId: null, outcome: 'skip' },
+    ]);
+    dataOf((await svc.graph(COMMIT, { id }, headers)).body, 'importCommit');
+    // Only the row whose holder the commit created was written (it now names it).
+    const committed = await versions();
+    expect(
+      committed.filter((row, i) => row.version !== mapped[i]!.version).map((row) => row.line),
+    ).toEqual([3]);
+    const [ada] = await svc.db.database.sql<{ id: string }[]>`
+      select id from contacts where workspace_id = ${workspaceId} and name = 'Ada'`;
+    expect(await read()).toEqual([
+      { line: 2, contactId: ada!.id, outcome: 'created' },
+      { line: 3, contactId: ada!.id, outcome: 'skipped' },
+      { line: 4, contactId: null, outcome: 'skipped' },
+    ]);
+    expect((await read('created')).map((row) => row.line)).toEqual([2]);
+    expect((await read('skipped')).map((row) => row.line)).toEqual([3, 4]);
+    expect(await read('create')).toEqual([]);
+  });
+
   test('a row refused identity_taken_by at commit names its holder’s contact', async () => {
     const { headers } = await workspace();
     const id = await stage('name,email,phone,tier\nAda,ada@example.com,,\n', headers);
