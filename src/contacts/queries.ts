@@ -1,4 +1,15 @@
-import { and, asc, desc, eq, getTableColumns, inArray, or, sql, type SQL } from 'drizzle-orm';
+import {
+  and,
+  asc,
+  desc,
+  eq,
+  getTableColumns,
+  inArray,
+  or,
+  sql,
+  type Placeholder,
+  type SQL,
+} from 'drizzle-orm';
 import { alias, type AnyPgColumn } from 'drizzle-orm/pg-core';
 import type { Db } from '../db/client.js';
 import { jsonRows } from '../db/json-rows.js';
@@ -9,6 +20,7 @@ import {
   contactSearch,
   contacts,
   identityMatchKey,
+  searchedNames,
   workspaceCounts,
   type Contact,
   type ContactIdentity,
@@ -42,23 +54,64 @@ function containing(fragment: string): string {
  * cross from one display name into the next in `names`: it reads the identities instead.
  */
 function searchMatch(workspaceId: string, q: string): SQL {
+  const terms = searchTerms(q);
+  if (terms.shape) return searchCondition(terms.shape, terms);
   const lowered = q.toLowerCase();
-  const digits = q.replace(/\D/g, '');
-  const holds = (column: SQL | AnyPgColumn, fragment: string) =>
-    fragment.length >= 3
-      ? sql`${column} like ${containing(fragment)}`
-      : sql`strpos(${column}, ${fragment}) > 0`;
   const tests = [
     holds(contactSearch.sortName, lowered),
-    lowered.includes('\n')
-      ? sql`exists (select from ${contactIdentities}
-          where ${contactIdentities.workspaceId} = ${workspaceId}
-            and ${contactIdentities.contactId} = ${contactSearch.contactId}
-            and ${holds(sql`lower(${contactIdentities.displayName})`, lowered)})`
-      : holds(contactSearch.names, lowered),
+    sql`exists (select from ${contactIdentities}
+      where ${contactIdentities.workspaceId} = ${workspaceId}
+        and ${contactIdentities.contactId} = ${contactSearch.contactId}
+        and ${holds(sql`lower(${contactIdentities.displayName})`, lowered)})`,
   ];
-  if (digits.length >= 3) tests.push(holds(contactSearch.digits, digits));
+  if (terms.digits !== null) tests.push(sql`${contactSearch.digits} like ${terms.digits}`);
   return sql`(${or(...tests)})`;
+}
+
+function holds(column: SQL | AnyPgColumn, fragment: string): SQL {
+  return fragment.length >= 3
+    ? sql`${column} like ${containing(fragment)}`
+    : sql`strpos(${column}, ${fragment}) > 0`;
+}
+
+/** How a search statement tests its fragment (LIKE or strpos) and whether digits too. */
+type SearchShape = `${'like' | 'strpos'}-${'digits' | 'names'}`;
+
+/**
+ * `q` as the values a search statement takes: `names` the pattern (or, under three
+ * characters, the fragment) tested against the name and display names, `digits` the LIKE
+ * pattern of its digits when it holds three or more. No shape for a fragment with a line
+ * break: the name and display names are one text (searchedNames), which it would cross.
+ */
+function searchTerms(q: string): {
+  shape: SearchShape | null;
+  names: string;
+  digits: string | null;
+} {
+  const lowered = q.toLowerCase();
+  const digits = q.replace(/\D/g, '');
+  const long = lowered.length >= 3;
+  return {
+    shape: lowered.includes('\n')
+      ? null
+      : `${long ? 'like' : 'strpos'}-${digits.length >= 3 ? 'digits' : 'names'}`,
+    names: long ? containing(lowered) : lowered,
+    digits: digits.length >= 3 ? containing(digits) : null,
+  };
+}
+
+/** The test of a shape, on the given values or on placeholders named as the values are. */
+function searchCondition(
+  shape: SearchShape,
+  values?: { names: string; digits: string | null },
+): SQL {
+  const [test, digits] = shape.split('-');
+  const names = values ? values.names : sql.placeholder('names');
+  const text = sql`(${searchedNames(contactSearch)})`;
+  const byNames = test === 'like' ? sql`${text} like ${names}` : sql`strpos(${text}, ${names}) > 0`;
+  if (digits !== 'digits') return byNames;
+  const digitsPattern = values ? values.digits : sql.placeholder('digits');
+  return sql`(${byNames} or ${contactSearch.digits} like ${digitsPattern})`;
 }
 
 /** The workspace's contact_search rows `q` matches. */
@@ -388,9 +441,66 @@ type PageReadOf = { identities: IdentityFields | null; timestamps: boolean; coun
  * A search's page by name: the matches' narrow rows sorted (`sort_name` is `lower(name)`,
  * so the order is the unfiltered page's) and counted in one pass over contact_search, and
  * only the page's contacts read from contacts. Reading every match's contact row to sort
- * it was most of a broad search's time (docs/performance.md, "Instant search").
+ * it was most of a broad search's time (docs/performance.md, "Instant search"). Built once
+ * per shape (the fragment and the digits are values): a broad search's SQL was rebuilt,
+ * parsed and planned on every keystroke. A fragment holding a line break (no shape) is
+ * built as the rare statement it is.
  */
 function searchPage(db: Db, workspaceId: string, q: string, page: PageRequest, read: PageReadOf) {
+  const terms = searchTerms(q);
+  if (!terms.shape) return searchPageBuilt(db, workspaceId, q, page, read);
+  const shape: SearchPageShape = `${page.order}-${read.identities ?? 'plain'}-${
+    read.counted ? 'counted' : 'uncounted'
+  }-${read.timestamps ? 'timed' : 'untimed'}-${terms.shape}`;
+  return searchPageFamily(db, shape, {
+    workspaceId,
+    names: terms.names,
+    digits: terms.digits,
+    limit: page.limit,
+    offset: page.offset,
+  });
+}
+
+type SearchPageShape = `${SortOrder}-${IdentityFields | 'plain'}-${'counted' | 'uncounted'}-${
+  'timed' | 'untimed'}-${SearchShape}`;
+
+const searchPageFamily = preparedFamily('svc_contact_search_page', (db, shape: SearchPageShape) => {
+  const [order, identities, counted, timed, names, digits] = shape.split('-');
+  return searchPageOf(
+    db,
+    sql.placeholder('workspaceId'),
+    searchCondition(`${names}-${digits}` as SearchShape),
+    {
+      order: order as SortOrder,
+      limit: sql.placeholder('limit'),
+      offset: sql.placeholder('offset'),
+    },
+    {
+      identities: identities === 'plain' ? null : (identities as IdentityFields),
+      counted: counted === 'counted',
+      timestamps: timed === 'timed',
+    },
+  );
+});
+
+/** {@link searchPage} of a fragment no shape covers, built for its values. */
+function searchPageBuilt(
+  db: Db,
+  workspaceId: string,
+  q: string,
+  page: PageRequest,
+  read: PageReadOf,
+) {
+  return searchPageOf(db, workspaceId, searchMatch(workspaceId, q), page, read);
+}
+
+function searchPageOf(
+  db: Db,
+  workspaceId: string | Placeholder,
+  matches: SQL,
+  page: { order: SortOrder; limit: number | Placeholder; offset: number | Placeholder },
+  read: PageReadOf,
+) {
   const direction = page.order === 'DESC' ? desc : asc;
   const matched = db
     .select({
@@ -399,10 +509,10 @@ function searchPage(db: Db, workspaceId: string, q: string, page: PageRequest, r
       ...(read.counted ? { total: sql<number>`(count(*) over ())::int`.as('total') } : {}),
     })
     .from(contactSearch)
-    .where(searchWhere(workspaceId, q))
+    .where(and(eq(contactSearch.workspaceId, workspaceId), matches))
     .orderBy(direction(contactSearch.sortName), direction(contactSearch.contactId))
-    .limit(page.limit)
-    .offset(page.offset)
+    .limit(page.limit as number)
+    .offset(page.offset as number)
     .as('matched');
   return db
     .select({
