@@ -61,7 +61,7 @@ async function searchPage(sql: Sql, workspaceId: string, q: string) {
       '[]'::json) as identities, m.total
     from (select contact_id, sort_name, (count(*) over ())::int as total from contact_search
       where workspace_id = ${workspaceId}
-        and ((sort_name || E'\\n' || names) like ${pattern} ${byDigits})
+        and (sort_name like ${pattern} or names like ${pattern} ${byDigits})
       order by sort_name, contact_id limit ${PAGE} offset ${0}) m
     join contacts c on c.workspace_id = ${workspaceId} and c.id = m.contact_id
     order by m.sort_name, m.contact_id`;

@@ -206,7 +206,7 @@ async function plans(url: string, workspaceId: string, searches: string[]) {
         `select c."workspace_id", c."id", c."name", c."created_at", c."updated_at", m.total
          from (select "contact_id", "sort_name", (count(*) over ())::int as total
            from "contact_search" where "workspace_id" = $1
-             and (("sort_name" || E'\\n' || "names") like $2${digits.length >= 3 ? ' or "digits" like $3' : ''})
+             and ("sort_name" like $2 or "names" like $2${digits.length >= 3 ? ' or "digits" like $3' : ''})
            order by "sort_name", "contact_id" limit 50) m
          join "contacts" c on c."workspace_id" = $1 and c."id" = m."contact_id"
          order by m."sort_name", m."contact_id"`,

@@ -20,7 +20,6 @@ import {
   contactSearch,
   contacts,
   identityMatchKey,
-  searchedNames,
   workspaceCounts,
   type Contact,
   type ContactIdentity,
@@ -81,7 +80,7 @@ type SearchShape = `${'like' | 'strpos'}-${'digits' | 'names'}`;
  * `q` as the values a search statement takes: `names` the pattern (or, under three
  * characters, the fragment) tested against the name and display names, `digits` the LIKE
  * pattern of its digits when it holds three or more. No shape for a fragment with a line
- * break: the name and display names are one text (searchedNames), which it would cross.
+ * break: it would cross from one display name into the next in `names`.
  */
 function searchTerms(q: string): {
   shape: SearchShape | null;
@@ -105,13 +104,17 @@ function searchCondition(
   shape: SearchShape,
   values?: { names: string; digits: string | null },
 ): SQL {
-  const [test, digits] = shape.split('-');
+  const [kind, digits] = shape.split('-');
   const names = values ? values.names : sql.placeholder('names');
-  const text = sql`(${searchedNames(contactSearch)})`;
-  const byNames = test === 'like' ? sql`${text} like ${names}` : sql`strpos(${text}, ${names}) > 0`;
-  if (digits !== 'digits') return byNames;
-  const digitsPattern = values ? values.digits : sql.placeholder('digits');
-  return sql`(${byNames} or ${contactSearch.digits} like ${digitsPattern})`;
+  const holding = (column: AnyPgColumn) =>
+    kind === 'like' ? sql`${column} like ${names}` : sql`strpos(${column}, ${names}) > 0`;
+  const tests = [holding(contactSearch.sortName), holding(contactSearch.names)];
+  if (digits === 'digits') {
+    tests.push(
+      sql`${contactSearch.digits} like ${values ? values.digits : sql.placeholder('digits')}`,
+    );
+  }
+  return sql`(${or(...tests)})`;
 }
 
 /** The workspace's contact_search rows `q` matches. */

@@ -86,16 +86,6 @@ export const contactIdentities = pgTable(
 );
 
 /**
- * A contact's name and display names as one text, a line break between them, as the
- * search index holds it and `q` tests it: the read must spell it exactly so (PostgreSQL
- * matches the index by its expression). A fragment without a line break matches within
- * one name.
- */
-export function searchedNames(t: { sortName: AnyPgColumn; names: AnyPgColumn }): SQL {
-  return sql`${t.sortName} || E'\\n' || ${t.names}`;
-}
-
-/**
  * What `q` searches, one narrow row per contact (docs/performance.md, "Instant search"):
  * `sortName` is `lower(name)`, the order of a page by name; `names` the identities'
  * display names lower-cased, `digits` the identifiers' digits, each list joined by a line
@@ -117,11 +107,11 @@ export const contactSearch = pgTable(
     // No foreign key: the triggers write and delete a row with its contact, and a key
     // would check each inserted row again (a bulk insert pays per row).
     primaryKey({ columns: [t.workspaceId, t.contactId] }),
-    // Every `q`: the name and display names as one text (one bitmap for a name fragment,
-    // not the union of two) and the digits, each a column of one index.
+    // Every `q`: the three lists' trigrams, each a column of one index.
     index('contact_search_trgm_idx').using(
       'gin',
-      sql`(${searchedNames(t)}) gin_trgm_ops`,
+      sql`${t.sortName} gin_trgm_ops`,
+      sql`${t.names} gin_trgm_ops`,
       sql`${t.digits} gin_trgm_ops`,
     ),
   ],

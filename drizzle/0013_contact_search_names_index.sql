@@ -1,2 +1,0 @@
-DROP INDEX "contact_search_trgm_idx";--> statement-breakpoint
-CREATE INDEX "contact_search_trgm_idx" ON "contact_search" USING gin (("sort_name" || E'\n' || "names") gin_trgm_ops,"digits" gin_trgm_ops);
