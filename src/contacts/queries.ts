@@ -67,6 +67,7 @@ function searchMatch(workspaceId: string, q: string): SQL {
   return sql`(${or(...tests)})`;
 }
 
+/** A fragment's test of one text, for its value (see {@link searchMatch}). */
 function holds(column: SQL | AnyPgColumn, fragment: string): SQL {
   return fragment.length >= 3
     ? sql`${column} like ${containing(fragment)}`
@@ -445,9 +446,10 @@ type PageReadOf = { identities: IdentityFields | null; timestamps: boolean; coun
  * so the order is the unfiltered page's) and counted in one pass over contact_search, and
  * only the page's contacts read from contacts. Reading every match's contact row to sort
  * it was most of a broad search's time (docs/performance.md, "Instant search"). Built once
- * per shape (the fragment and the digits are values): a broad search's SQL was rebuilt,
- * parsed and planned on every keystroke. A fragment holding a line break (no shape) is
- * built as the rare statement it is.
+ * per shape, the patterns as values: Drizzle building the statement and mapping its rows
+ * on every keystroke was 1–2 ms of the service's CPU a search (docs/performance.md,
+ * "second pass"). A fragment holding a line break (no shape) is built as the rare
+ * statement it is.
  */
 function searchPage(db: Db, workspaceId: string, q: string, page: PageRequest, read: PageReadOf) {
   const terms = searchTerms(q);
@@ -497,6 +499,7 @@ function searchPageBuilt(
   return searchPageOf(db, workspaceId, searchMatch(workspaceId, q), page, read);
 }
 
+/** The statement of {@link searchPage}, for values or for placeholders. */
 function searchPageOf(
   db: Db,
   workspaceId: string | Placeholder,
