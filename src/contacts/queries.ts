@@ -1,4 +1,15 @@
-import { and, asc, desc, eq, getTableColumns, inArray, or, sql, type SQL } from 'drizzle-orm';
+import {
+  and,
+  asc,
+  desc,
+  eq,
+  getTableColumns,
+  inArray,
+  or,
+  sql,
+  type Placeholder,
+  type SQL,
+} from 'drizzle-orm';
 import { alias, type AnyPgColumn } from 'drizzle-orm/pg-core';
 import type { Db } from '../db/client.js';
 import { jsonRows } from '../db/json-rows.js';
@@ -42,22 +53,68 @@ function containing(fragment: string): string {
  * cross from one display name into the next in `names`: it reads the identities instead.
  */
 function searchMatch(workspaceId: string, q: string): SQL {
+  const terms = searchTerms(q);
+  if (terms.shape) return searchCondition(terms.shape, terms);
   const lowered = q.toLowerCase();
-  const digits = q.replace(/\D/g, '');
-  const holds = (column: SQL | AnyPgColumn, fragment: string) =>
-    fragment.length >= 3
-      ? sql`${column} like ${containing(fragment)}`
-      : sql`strpos(${column}, ${fragment}) > 0`;
   const tests = [
     holds(contactSearch.sortName, lowered),
-    lowered.includes('\n')
-      ? sql`exists (select from ${contactIdentities}
-          where ${contactIdentities.workspaceId} = ${workspaceId}
-            and ${contactIdentities.contactId} = ${contactSearch.contactId}
-            and ${holds(sql`lower(${contactIdentities.displayName})`, lowered)})`
-      : holds(contactSearch.names, lowered),
+    sql`exists (select from ${contactIdentities}
+      where ${contactIdentities.workspaceId} = ${workspaceId}
+        and ${contactIdentities.contactId} = ${contactSearch.contactId}
+        and ${holds(sql`lower(${contactIdentities.displayName})`, lowered)})`,
   ];
-  if (digits.length >= 3) tests.push(holds(contactSearch.digits, digits));
+  if (terms.digits !== null) tests.push(sql`${contactSearch.digits} like ${terms.digits}`);
+  return sql`(${or(...tests)})`;
+}
+
+/** A fragment's test of one text, for its value (see {@link searchMatch}). */
+function holds(column: SQL | AnyPgColumn, fragment: string): SQL {
+  return fragment.length >= 3
+    ? sql`${column} like ${containing(fragment)}`
+    : sql`strpos(${column}, ${fragment}) > 0`;
+}
+
+/** How a search statement tests its fragment (LIKE or strpos) and whether digits too. */
+type SearchShape = `${'like' | 'strpos'}-${'digits' | 'names'}`;
+
+/**
+ * `q` as the values a search statement takes: `names` the pattern (or, under three
+ * characters, the fragment) tested against the name and display names, `digits` the LIKE
+ * pattern of its digits when it holds three or more. No shape for a fragment with a line
+ * break: it would cross from one display name into the next in `names`.
+ */
+function searchTerms(q: string): {
+  shape: SearchShape | null;
+  names: string;
+  digits: string | null;
+} {
+  const lowered = q.toLowerCase();
+  const digits = q.replace(/\D/g, '');
+  const long = lowered.length >= 3;
+  return {
+    shape: lowered.includes('\n')
+      ? null
+      : `${long ? 'like' : 'strpos'}-${digits.length >= 3 ? 'digits' : 'names'}`,
+    names: long ? containing(lowered) : lowered,
+    digits: digits.length >= 3 ? containing(digits) : null,
+  };
+}
+
+/** The test of a shape, on the given values or on placeholders named as the values are. */
+function searchCondition(
+  shape: SearchShape,
+  values?: { names: string; digits: string | null },
+): SQL {
+  const [kind, digits] = shape.split('-');
+  const names = values ? values.names : sql.placeholder('names');
+  const holding = (column: AnyPgColumn) =>
+    kind === 'like' ? sql`${column} like ${names}` : sql`strpos(${column}, ${names}) > 0`;
+  const tests = [holding(contactSearch.sortName), holding(contactSearch.names)];
+  if (digits === 'digits') {
+    tests.push(
+      sql`${contactSearch.digits} like ${values ? values.digits : sql.placeholder('digits')}`,
+    );
+  }
   return sql`(${or(...tests)})`;
 }
 
@@ -388,9 +445,68 @@ type PageReadOf = { identities: IdentityFields | null; timestamps: boolean; coun
  * A search's page by name: the matches' narrow rows sorted (`sort_name` is `lower(name)`,
  * so the order is the unfiltered page's) and counted in one pass over contact_search, and
  * only the page's contacts read from contacts. Reading every match's contact row to sort
- * it was most of a broad search's time (docs/performance.md, "Instant search").
+ * it was most of a broad search's time (docs/performance.md, "Instant search"). Built once
+ * per shape, the patterns as values: Drizzle building the statement and mapping its rows
+ * on every keystroke was 1–2 ms of the service's CPU a search (docs/performance.md,
+ * "second pass"). A fragment holding a line break (no shape) is built as the rare
+ * statement it is.
  */
 function searchPage(db: Db, workspaceId: string, q: string, page: PageRequest, read: PageReadOf) {
+  const terms = searchTerms(q);
+  if (!terms.shape) return searchPageBuilt(db, workspaceId, q, page, read);
+  const shape: SearchPageShape = `${page.order}-${read.identities ?? 'plain'}-${
+    read.counted ? 'counted' : 'uncounted'
+  }-${read.timestamps ? 'timed' : 'untimed'}-${terms.shape}`;
+  return searchPageFamily(db, shape, {
+    workspaceId,
+    names: terms.names,
+    digits: terms.digits,
+    limit: page.limit,
+    offset: page.offset,
+  });
+}
+
+type SearchPageShape = `${SortOrder}-${IdentityFields | 'plain'}-${'counted' | 'uncounted'}-${
+  'timed' | 'untimed'}-${SearchShape}`;
+
+const searchPageFamily = preparedFamily('svc_contact_search_page', (db, shape: SearchPageShape) => {
+  const [order, identities, counted, timed, names, digits] = shape.split('-');
+  return searchPageOf(
+    db,
+    sql.placeholder('workspaceId'),
+    searchCondition(`${names}-${digits}` as SearchShape),
+    {
+      order: order as SortOrder,
+      limit: sql.placeholder('limit'),
+      offset: sql.placeholder('offset'),
+    },
+    {
+      identities: identities === 'plain' ? null : (identities as IdentityFields),
+      counted: counted === 'counted',
+      timestamps: timed === 'timed',
+    },
+  );
+});
+
+/** {@link searchPage} of a fragment no shape covers, built for its values. */
+function searchPageBuilt(
+  db: Db,
+  workspaceId: string,
+  q: string,
+  page: PageRequest,
+  read: PageReadOf,
+) {
+  return searchPageOf(db, workspaceId, searchMatch(workspaceId, q), page, read);
+}
+
+/** The statement of {@link searchPage}, for values or for placeholders. */
+function searchPageOf(
+  db: Db,
+  workspaceId: string | Placeholder,
+  matches: SQL,
+  page: { order: SortOrder; limit: number | Placeholder; offset: number | Placeholder },
+  read: PageReadOf,
+) {
   const direction = page.order === 'DESC' ? desc : asc;
   const matched = db
     .select({
@@ -399,10 +515,10 @@ function searchPage(db: Db, workspaceId: string, q: string, page: PageRequest, r
       ...(read.counted ? { total: sql<number>`(count(*) over ())::int`.as('total') } : {}),
     })
     .from(contactSearch)
-    .where(searchWhere(workspaceId, q))
+    .where(and(eq(contactSearch.workspaceId, workspaceId), matches))
     .orderBy(direction(contactSearch.sortName), direction(contactSearch.contactId))
-    .limit(page.limit)
-    .offset(page.offset)
+    .limit(page.limit as number)
+    .offset(page.offset as number)
     .as('matched');
   return db
     .select({

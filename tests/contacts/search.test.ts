@@ -254,6 +254,8 @@ describe('what q matches', () => {
       headers,
     );
     expect(await found(headers, 'north\nsouth')).toEqual([]);
+    // Nor from the name into the display names.
+    expect(await found(headers, 'bro\nnorth')).toEqual([]);
     expect(await found(headers, 'rth')).toEqual(['Yannick Bro']);
   });
 
