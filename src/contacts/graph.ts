@@ -116,15 +116,15 @@ const ContactPageObject = builder.objectRef<ContactPage>('ContactPage').implemen
   description:
     'An offset page: the next starts at offset + limit; the last where that reaches total.',
   fields: (t) => ({
-    items: t.field({ type: [ContactObject], resolve: (page) => page.items }),
-    total: t.int({
+    // Exposed (no resolver): graphql-jit reads them inline (src/graph/connection.ts).
+    items: t.expose('items', { type: [ContactObject] }),
+    total: t.exposeInt('total', {
       description: 'Every contact matching the filter.',
       // Unfiltered it is the workspace's stored count; filtered, a count of every match.
       extensions: costs({
         cost: (_args, page) =>
           filtered(page) || usedFilters(page).length > 0 ? FILTER_COUNT : STATEMENT,
       }),
-      resolve: (page) => page.total,
     }),
     limit: t.exposeInt('limit', { description: 'The page size served.' }),
   }),
