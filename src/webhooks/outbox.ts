@@ -1,4 +1,4 @@
-import { and, eq, isNull, sql } from 'drizzle-orm';
+import { and, eq, isNull, sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
 import { envelopeJson, type EnvelopeParts } from '../events/queries.js';
 import {
@@ -16,31 +16,44 @@ import { webhookDeliveries, webhooks, type Webhook, type WebhookDelivery } from 
 export const DELIVERY_JOB = 'webhooks.delivery';
 
 /**
- * The outbox write (the deliveries are the jobs' storage, run by src/jobs/runner.ts): one delivery of the event to every live subscription of its
- * workspace listing its name, and the wake-up of the workers when there is any, in one
- * statement of the caller's transaction (`db` is the event's transaction), so the event
- * and its deliveries commit together and NOTIFY reaches the workers only at that commit.
+ * The outbox write as parts of the caller's statement (recordEvent writes the event, its
+ * deliveries and their wake-up in one): `with` is a data-modifying WITH entry, `enqueued`,
+ * inserting one delivery of the event to every live subscription of its workspace that
+ * lists its name; `wake` is the NOTIFY of the workers, only when it inserted any. In the
+ * event's transaction, so the event and its deliveries commit together and NOTIFY reaches
+ * the workers only at that commit. A data-modifying WITH runs exactly once, whatever the
+ * rest of the statement reads.
  */
-export async function enqueueDeliveries(
-  db: Db,
-  event: { workspaceId: string; id: string; name: string },
-): Promise<void> {
+export function enqueueParts(event: { workspaceId: string; id: string; name: string }): {
+  with: SQL;
+  wake: SQL;
+} {
   // Drizzle's insert-from-select must name every column; this one leaves the rest to
-  // their defaults. A data-modifying WITH runs exactly once, whatever the select reads.
+  // their defaults.
   const live = and(
     eq(webhooks.workspaceId, event.workspaceId),
     isNull(webhooks.deletedAt),
     sql`${event.name} = any(${webhooks.events})`,
   );
-  await db.execute(sql`
-    with enqueued as (
+  return {
+    with: sql`enqueued as (
       insert into ${webhookDeliveries} (workspace_id, webhook_id, event_id)
       select ${webhooks.workspaceId}, ${webhooks.id}, ${event.id}::uuid from ${webhooks}
       where ${live}
       on conflict do nothing
       returning 1
-    )
-    select case when exists (select 1 from enqueued) then ${notifyJobs(DELIVERY_JOB)} end`);
+    )`,
+    wake: sql`case when exists (select 1 from enqueued) then ${notifyJobs(DELIVERY_JOB)} end`,
+  };
+}
+
+/** The outbox write in a statement of its own (`enqueueParts`), in the caller's transaction. */
+export async function enqueueDeliveries(
+  db: Db,
+  event: { workspaceId: string; id: string; name: string },
+): Promise<void> {
+  const parts = enqueueParts(event);
+  await db.execute(sql`with ${parts.with} select ${parts.wake}`);
 }
 
 const d = webhookDeliveries;
