@@ -16,16 +16,19 @@
 // serve` first (a fresh database each), and prints the two side by side. CPU is counted
 // per delivery twice: the `svc serve` process trees', and that of the PostgreSQL backends
 // serving them (application_name `svc`; the bench's own writers are `bench`).
+// The writers record through the measured checkout's own recordEvent.
 // BENCH_CPU_PROF=<dir> has every `svc serve` write a V8 CPU profile there when it stops.
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createDatabase, type Database } from '../../src/db/client.js';
-import { recordEvent } from '../../src/events/service.js';
-import { createAccount } from '../../src/users/service.js';
-import { createWorkspace } from '../../src/workspaces/service.js';
-import { webhooks } from '../../src/webhooks/tables.js';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import type { createDatabase, Database } from '../../src/db/client.js';
+import type { recordEvent } from '../../src/events/service.js';
+import type { createAccount } from '../../src/users/service.js';
+import type { webhooks } from '../../src/webhooks/tables.js';
+import type { createWorkspace } from '../../src/workspaces/service.js';
 import { cpuMicros, root, scratchDatabase, startServe, type RunningService } from './support.js';
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 10_000);
@@ -120,7 +123,31 @@ interface Figures {
   undelivered: number;
 }
 
+/**
+ * The modules the writers record through, from the checkout measured: how an event is
+ * recorded (its statements, its notices) is that checkout's, as its mutations would.
+ */
+async function recorder(svcRoot: string) {
+  const load = (file: string) => import(pathToFileURL(path.join(svcRoot, file)).href);
+  const [client, events, users, workspaces, tables] = await Promise.all([
+    load('src/db/client.ts'),
+    load('src/events/service.ts'),
+    load('src/users/service.ts'),
+    load('src/workspaces/service.ts'),
+    load('src/webhooks/tables.ts'),
+  ]);
+  return {
+    createDatabase: client.createDatabase as typeof createDatabase,
+    recordEvent: events.recordEvent as typeof recordEvent,
+    createAccount: users.createAccount as typeof createAccount,
+    createWorkspace: workspaces.createWorkspace as typeof createWorkspace,
+    webhooks: tables.webhooks as typeof webhooks,
+  };
+}
+
 async function measure(svcRoot: string): Promise<Figures> {
+  const { createDatabase, recordEvent, createAccount, createWorkspace, webhooks } =
+    await recorder(svcRoot);
   const db = await scratchDatabase();
   let services: RunningService[] = [];
   let database: Database | null = null;
@@ -276,10 +303,7 @@ const rows: [string, (f: Figures) => string][] = [
   ],
   ['backlog delivered (first → last arrival)', (f) => `${Math.round(f.backlogPerSecond)}/s`],
   ['svc CPU per delivery, backlog', (f) => `${Math.round(f.backlogCpuMicrosPerDelivery)} µs`],
-  [
-    'its PostgreSQL backends, backlog',
-    (f) => `${Math.round(f.backlogPgCpuMicrosPerDelivery)} µs`,
-  ],
+  ['its PostgreSQL backends, backlog', (f) => `${Math.round(f.backlogPgCpuMicrosPerDelivery)} µs`],
   ['duplicates / not delivered', (f) => `${f.duplicates} / ${f.undelivered}`],
 ];
 console.log(
