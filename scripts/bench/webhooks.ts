@@ -13,16 +13,22 @@
 // Every arrival is counted by the envelope's id: `duplicates` is arrivals beyond one per
 // event, across every process, and must be 0 (webhook_deliveries rows all `delivered`).
 // BENCH_SVC_ROOT=<another checkout> runs the same phases against that checkout's `svc
-// serve` first (a fresh database each), and prints the two side by side.
+// serve` first (a fresh database each), and prints the two side by side. CPU is counted
+// per delivery twice: the `svc serve` process trees', and that of the PostgreSQL backends
+// serving them (application_name `svc`; the bench's own writers are `bench`).
+// The writers record through the measured checkout's own recordEvent.
+// BENCH_CPU_PROF=<dir> has every `svc serve` write a V8 CPU profile there when it stops.
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createDatabase, type Database } from '../../src/db/client.js';
-import { recordEvent } from '../../src/events/service.js';
-import { createAccount } from '../../src/users/service.js';
-import { createWorkspace } from '../../src/workspaces/service.js';
-import { webhooks } from '../../src/webhooks/tables.js';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import type { createDatabase, Database } from '../../src/db/client.js';
+import type { recordEvent } from '../../src/events/service.js';
+import type { createAccount } from '../../src/users/service.js';
+import type { webhooks } from '../../src/webhooks/tables.js';
+import type { createWorkspace } from '../../src/workspaces/service.js';
 import { cpuMicros, root, scratchDatabase, startServe, type RunningService } from './support.js';
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 10_000);
@@ -82,6 +88,22 @@ function treeCpuMicros(pid: number): number {
   return total;
 }
 
+/** CPU time of the PostgreSQL backends serving `svc` on the bench's database. */
+async function backendCpuMicros(database: Database): Promise<number> {
+  const rows = await database.sql<{ pid: number }[]>`
+    select pid from pg_stat_activity
+    where datname = current_database() and application_name = 'svc'`;
+  let total = 0;
+  for (const { pid } of rows) {
+    try {
+      total += cpuMicros(pid);
+    } catch {
+      // gone
+    }
+  }
+  return total;
+}
+
 interface Figures {
   recordedPerSecond: number;
   burstDeliveredPerSecond: number;
@@ -90,20 +112,51 @@ interface Figures {
   burstP99: number;
   burstMax: number;
   cpuMicrosPerDelivery: number;
+  pgCpuMicrosPerDelivery: number;
   pacedP50: number;
   pacedP99: number;
   pacedMax: number;
   backlogPerSecond: number;
   backlogCpuMicrosPerDelivery: number;
+  backlogPgCpuMicrosPerDelivery: number;
   duplicates: number;
   undelivered: number;
 }
 
+/**
+ * The modules the writers record through, from the checkout measured: how an event is
+ * recorded (its statements, its notices) is that checkout's, as its mutations would.
+ */
+async function recorder(svcRoot: string) {
+  const load = (file: string) => import(pathToFileURL(path.join(svcRoot, file)).href);
+  const [client, events, users, workspaces, tables] = await Promise.all([
+    load('src/db/client.ts'),
+    load('src/events/service.ts'),
+    load('src/users/service.ts'),
+    load('src/workspaces/service.ts'),
+    load('src/webhooks/tables.ts'),
+  ]);
+  return {
+    createDatabase: client.createDatabase as typeof createDatabase,
+    recordEvent: events.recordEvent as typeof recordEvent,
+    createAccount: users.createAccount as typeof createAccount,
+    createWorkspace: workspaces.createWorkspace as typeof createWorkspace,
+    webhooks: tables.webhooks as typeof webhooks,
+  };
+}
+
 async function measure(svcRoot: string): Promise<Figures> {
+  const { createDatabase, recordEvent, createAccount, createWorkspace, webhooks } =
+    await recorder(svcRoot);
   const db = await scratchDatabase();
   let services: RunningService[] = [];
   let database: Database | null = null;
-  const env = { SVC_DATABASE_URL: db.url, SVC_WEBHOOK_ALLOWED_HOSTS: '127.0.0.1/32' };
+  const profiles = process.env.BENCH_CPU_PROF;
+  const env = {
+    SVC_DATABASE_URL: db.url,
+    SVC_WEBHOOK_ALLOWED_HOSTS: '127.0.0.1/32',
+    ...(profiles ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${profiles}` } : {}),
+  };
   let migrated = false;
   const start = async () => {
     // The first start migrates the fresh database alone; later ones start together.
@@ -119,7 +172,7 @@ async function measure(svcRoot: string): Promise<Figures> {
   const cpu = () => services.reduce((sum, s) => sum + treeCpuMicros(s.child.pid as number), 0);
   try {
     await start();
-    database = createDatabase(db.url, { max: WRITERS });
+    database = createDatabase(db.url, { max: WRITERS, applicationName: 'bench' });
     const workspace = await createWorkspace(database.db, { name: 'Bench' });
     const user = await createAccount(database.db, workspace.id, {
       email: 'b@example.com',
@@ -159,11 +212,13 @@ async function measure(svcRoot: string): Promise<Figures> {
     // 1. The burst, delivered while it is written.
     const burstDelivered = deliveriesOf(EVENTS);
     const cpuBefore = cpu();
+    const pgBefore = await backendCpuMicros(live);
     const started = Date.now();
     await burst(0);
     const recorded = Date.now();
     await burstDelivered;
     const cpuBurst = cpu() - cpuBefore;
+    const pgBurst = (await backendCpuMicros(live)) - pgBefore;
     const figures = {
       recordedPerSecond: EVENTS / ((recorded - started) / 1000),
       burstDeliveredPerSecond: EVENTS / ((lastArrival - started) / 1000),
@@ -172,6 +227,7 @@ async function measure(svcRoot: string): Promise<Figures> {
       burstP99: percentile(0.99),
       burstMax: percentile(1),
       cpuMicrosPerDelivery: cpuBurst / EVENTS,
+      pgCpuMicrosPerDelivery: pgBurst / EVENTS,
     };
 
     // 2. Ordinary traffic after it.
@@ -193,8 +249,10 @@ async function measure(svcRoot: string): Promise<Figures> {
     const backlogDelivered = deliveriesOf(EVENTS);
     await start();
     const backlogCpuBefore = cpu();
+    const backlogPgBefore = await backendCpuMicros(live);
     await backlogDelivered;
     const backlogCpu = cpu() - backlogCpuBefore;
+    const backlogPg = (await backendCpuMicros(live)) - backlogPgBefore;
     const backlogPerSecond = (EVENTS - 1) / ((lastArrival - firstArrival) / 1000);
     await stop();
     const [left] = await live.sql<{ n: number }[]>`
@@ -204,6 +262,7 @@ async function measure(svcRoot: string): Promise<Figures> {
       ...paced,
       backlogPerSecond,
       backlogCpuMicrosPerDelivery: backlogCpu / EVENTS,
+      backlogPgCpuMicrosPerDelivery: backlogPg / EVENTS,
       duplicates: arrivals - seen.size,
       undelivered: left?.n ?? -1,
     };
@@ -237,12 +296,14 @@ const rows: [string, (f: Figures) => string][] = [
     (f) => `${f.burstP50} / ${f.burstP99} / ${f.burstMax} ms`,
   ],
   ['svc CPU per delivery, burst', (f) => `${Math.round(f.cpuMicrosPerDelivery)} µs`],
+  ['its PostgreSQL backends, burst', (f) => `${Math.round(f.pgCpuMicrosPerDelivery)} µs`],
   [
     `latency after it (${PACED} at 50/s), p50 / p99 / max`,
     (f) => `${f.pacedP50} / ${f.pacedP99} / ${f.pacedMax} ms`,
   ],
   ['backlog delivered (first → last arrival)', (f) => `${Math.round(f.backlogPerSecond)}/s`],
   ['svc CPU per delivery, backlog', (f) => `${Math.round(f.backlogCpuMicrosPerDelivery)} µs`],
+  ['its PostgreSQL backends, backlog', (f) => `${Math.round(f.backlogPgCpuMicrosPerDelivery)} µs`],
   ['duplicates / not delivered', (f) => `${f.duplicates} / ${f.undelivered}`],
 ];
 console.log(

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
-import { enqueueDeliveries } from '../webhooks/outbox.js';
+import { enqueueParts } from '../webhooks/outbox.js';
 import { withSubject } from './subject.js';
 import { events } from './tables.js';
 
@@ -44,12 +44,13 @@ export interface EventNotice {
  * webhook deliveries, and announces it with NOTIFY, which PostgreSQL delivers to every
  * listening process only at commit: a rolled-back write announces and delivers nothing.
  * `data` always carries the subject's id (see `withSubject`), for core and plugin events
- * alike.
+ * alike. One statement writes the event, its deliveries (the webhooks domain's outbox
+ * part) and both notices: a write's event costs one round trip.
  */
 export async function recordEvent(db: Db, event: NewEvent): Promise<string> {
   const id = randomUUID();
   const data = withSubject(event.name, event.subjectId, event.data, event.subjectKey);
-  const [row] = await db
+  const inserted = db
     .insert(events)
     .values({
       workspaceId: event.workspaceId,
@@ -61,17 +62,17 @@ export async function recordEvent(db: Db, event: NewEvent): Promise<string> {
       data,
     })
     .returning({ at: events.at });
-  const notice: EventNotice = {
-    workspaceId: event.workspaceId,
-    id,
-    name: event.name,
-    audienceUserId: event.audienceUserId ?? null,
-    subjectId: event.subjectId,
-    at: (row?.at ?? new Date()).toISOString(),
-  };
   // Outbox: the webhooks domain enqueues the event's deliveries (and wakes its workers) in
-  // this same transaction, so the event and its deliveries commit together.
-  await enqueueDeliveries(db, { workspaceId: event.workspaceId, id, name: event.name });
-  await db.execute(sql`select pg_notify(${EVENTS_CHANNEL}, ${JSON.stringify(notice)})`);
+  // this same statement, so the event and its deliveries commit together.
+  const outbox = enqueueParts({ workspaceId: event.workspaceId, id, name: event.name });
+  // The notice's `at` as JavaScript writes an ISO 8601 instant (milliseconds, UTC).
+  const notice = sql`json_build_object('workspaceId', ${event.workspaceId}::text,
+    'id', ${id}::text, 'name', ${event.name}::text,
+    'audienceUserId', ${event.audienceUserId ?? null}::text,
+    'subjectId', ${event.subjectId}::text,
+    'at', to_char(recorded.at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))::text`;
+  await db.execute(sql`
+    with recorded as (${inserted.getSQL()}), ${outbox.with}
+    select pg_notify(${EVENTS_CHANNEL}, ${notice}), ${outbox.wake} from recorded`);
   return id;
 }

@@ -77,6 +77,11 @@ export type ClaimedJob<Fields> = Fields & {
   attempt: number;
   /** The lease the claim set (the due column's exact value): with `attempt`, the fence. */
   lease: string;
+  /**
+   * Where the claim left the row (its ctid), so a batch of outcomes finds each row without
+   * a join the planner could turn into a scan of every pending row (`heldAt`).
+   */
+  row: string;
 };
 
 /**
@@ -94,6 +99,27 @@ export function stillHeld(
   return sql`${storage.workspaceId} = ${job.workspaceId} and ${storage.id} = ${job.id}
     and ${storage.pending} and ${storage.attempts} = ${counted}
     and ${storage.dueAt} = ${job.lease}::timestamptz`;
+}
+
+/**
+ * `stillHeld` for a batch: the row of `storage` at `held.t` (the ctid its claim left it
+ * at), still holding that claim, for each row of `held`, a set of (t tid, attempt int,
+ * lease text) the caller unnests. A tid join is one lookup per row whatever the statistics
+ * say (the rest is one `(…) is true`, as in `claimJobs`, so no partial index competes); a
+ * row moved since its claim (VACUUM FULL) is not found, so the caller settles the rows it
+ * missed by key (`stillHeld`).
+ */
+export function heldAt(
+  storage: Pick<
+    JobStorage<Record<string, unknown>>,
+    'table' | 'dueAt' | 'attempts' | 'pending' | 'countAt'
+  >,
+  held: string,
+): SQL {
+  const alias = sql.identifier(held);
+  const counted = storage.countAt === 'outcome' ? sql`${alias}.attempt - 1` : sql`${alias}.attempt`;
+  return sql`${storage.table}.ctid = ${alias}.t and (${storage.pending}
+    and ${storage.attempts} = ${counted} and ${storage.dueAt} = ${alias}.lease::timestamptz) is true`;
 }
 
 export interface JobContext {
@@ -173,8 +199,11 @@ function unnest(map: ReadonlyMap<string, number> | undefined, type: 'uuid' | 'te
  * the group already runs here, the groups found by skipping from one (workspace, group)
  * of the pending rows to the next. A claim so reads a few index entries per group, never
  * every pending row: the storage needs an index on (workspace, group, due, id) of its
- * pending rows (webhook_deliveries_pending_claim_idx), which the skips' order (due last)
- * picks over any other index leading with (workspace, group) that holds settled rows too.
+ * pending rows (webhook_deliveries_pending_claim_idx). Each group's rows are read as the
+ * first entries from (workspace, group) on in that index's order, then kept when they are
+ * the group's and due (its due rows come first): a range the planner, whatever statistics
+ * it has, estimates as many rows and so reads in that index's order, where equality on
+ * (workspace, group) estimated as one row let it pick another index and sort every row.
  */
 function groupedDueRows(s: JobStorage<Record<string, unknown>>, options: ClaimOptions): SQL {
   const group = s.group!;
@@ -187,13 +216,17 @@ function groupedDueRows(s: JobStorage<Record<string, unknown>>, options: ClaimOp
         where ${s.pending} and (${s.workspaceId}, ${group}) > (p.w, p.g)
         order by ${s.workspaceId}, ${group}, ${s.dueAt} limit 1) n)
     ), due_rows as (
-      select c.w, c.i, c.due from pairs p
+      select c.w, c.i, c.t, c.due from pairs p
       left join ${unnest(options.runningGroups, 'text')} as gu(g, used) on gu.g = p.g::text
       cross join lateral (
-        select ${s.workspaceId} as w, ${s.id} as i, ${s.dueAt} as due from ${s.table}
-        where ${s.workspaceId} = p.w and ${group} = p.g and ${s.pending} and ${s.dueAt} <= now()
-        order by ${s.dueAt}, ${s.id}
+        select ${s.workspaceId} as w, ${group} as g, ${s.id} as i, ${s.table}.ctid as t,
+          ${s.dueAt} as due
+        from ${s.table}
+        where ${s.pending}
+          and (${s.workspaceId}, ${group}, ${s.dueAt}) >= (p.w, p.g, '-infinity'::timestamptz)
+        order by ${s.workspaceId}, ${group}, ${s.dueAt}, ${s.id}
         limit greatest(0, ${options.groupCap} - coalesce(gu.used, 0))) c
+      where c.w = p.w and c.g = p.g and c.due <= now()
     )`;
 }
 
@@ -201,7 +234,11 @@ function groupedDueRows(s: JobStorage<Record<string, unknown>>, options: ClaimOp
  * Claims due rows of `storage` in one statement: round-robin across workspaces (each
  * workspace's n-th due row, counting what it already runs here, before anyone's n+1-th),
  * within each workspace's and each group's room, locked FOR UPDATE SKIP LOCKED, counted
- * and leased.
+ * and leased. The picked rows are locked and updated by their ctid, read in the same
+ * statement: a lookup per row whatever the statistics say. Their conditions are checked
+ * again as one `(…) is true`, which no partial index's predicate follows from, so a
+ * partial index of pending rows that stale statistics call empty is never scanned whole
+ * in place of those lookups (autovacuum may be off; a burst makes statistics stale).
  */
 export async function claimJobs<Fields extends Record<string, unknown>>(
   db: Db,
@@ -228,31 +265,32 @@ export async function claimJobs<Fields extends Record<string, unknown>>(
       grouped
         ? groupedDueRows(s, options)
         : sql`due_rows as (
-      select ${s.workspaceId} as w, ${s.id} as i, ${s.dueAt} as due
+      select ${s.workspaceId} as w, ${s.id} as i, ${s.table}.ctid as t, ${s.dueAt} as due
       from ${s.table}
       where ${s.pending} and ${s.dueAt} <= now()
     )`
     }, ranked as (
-      select d.w, d.i, d.due, row_number() over (partition by d.w order by d.due, d.i) as nth
+      select d.w, d.i, d.t, d.due,
+        row_number() over (partition by d.w order by d.due, d.i) as nth
       from due_rows d
     ), picked as (
-      select r.w, r.i from ranked r
+      select r.t from ranked r
       left join ${unnest(options.running, 'uuid')} as u(w, used) on u.w = r.w
       where r.nth <= ${options.perWorkspace} - coalesce(u.used, 0)
       order by r.nth + coalesce(u.used, 0), r.due, r.i
       limit ${options.limit}
     ), due as (
-      select ${s.workspaceId} as w, ${s.id} as i from ${s.table}
-      join picked p on p.w = ${s.workspaceId} and p.i = ${s.id}
-      where ${s.pending} and ${s.dueAt} <= now()
-      for update of ${s.table} skip locked
+      select ctid as t from ${s.table}
+      where ctid = any(array(select t from picked))
+        and (${s.pending} and ${s.dueAt} <= now()) is true
+      for update skip locked
     )
     update ${s.table} set ${sql.join(sets, sql`, `)}
     from due
-    where ${s.workspaceId} = due.w and ${s.id} = due.i
+    where ${s.table}.ctid = due.t
     returning ${s.workspaceId} as "workspaceId", ${s.id} as "id",
       ${byClaim ? sql`${s.attempts}` : sql`${s.attempts} + 1`} as "attempt",
-      ${s.dueAt}::text as "lease"
+      ${s.dueAt}::text as "lease", ${s.table}.ctid::text as "row"
       ${s.group ? sql`, ${s.group}::text as "__group"` : sql``}
       ${fields.length ? sql`, ${sql.join(fields, sql`, `)}` : sql``}`)) as unknown as ClaimedJob<Fields>[];
   return rows;
@@ -302,7 +340,23 @@ export interface RunnerOptions {
   concurrency?: number;
   /** How often due rows are looked for without a notice (retries coming due). @default 1000 */
   pollMs?: number;
+  /**
+   * The least time from one claim's start to the next (CLAIM_INTERVAL_MS). A wake-up
+   * sooner waits for it: under a burst, the notices and finished jobs of those
+   * milliseconds make one claim, not one each. After a quiet spell a claim starts at once.
+   */
+  claimIntervalMs?: number;
 }
+
+/**
+ * The least time between two claims of one runner. Every process hears each enqueuing
+ * commit and each finished job wakes its runner: at a burst's hundreds of notices a
+ * second, a claim for each cost more than the jobs did (bench:webhooks: 2 ms of service
+ * and 2 ms of PostgreSQL CPU per delivery). 10 ms claims at most 100 times a second per
+ * process, adds at most 10 ms to a job's start, and still lets one webhook's 8 slots a
+ * process (PER_WEBHOOK) take 800 deliveries a second (docs/performance.md).
+ */
+export const CLAIM_INTERVAL_MS = 10;
 
 export interface JobRunner {
   /** Looks for due jobs now rather than at the next poll. */
@@ -345,6 +399,10 @@ export function startJobRunner<Fields extends Record<string, unknown>>(
   let claiming = false;
   let again = false;
   let claimRun: Promise<void> | null = null;
+  const claimIntervalMs = options.claimIntervalMs ?? CLAIM_INTERVAL_MS;
+  /** When the last claim started (performance.now()), and the wake-up waiting for the interval. */
+  let lastClaimAt = -Infinity;
+  let waiting: { timer: NodeJS.Timeout; resolve: () => void } | null = null;
 
   const count = (map: Map<string, number>, key: string, by: number) => {
     const next = (map.get(key) ?? 0) + by;
@@ -406,6 +464,16 @@ export function startJobRunner<Fields extends Record<string, unknown>>(
         again = false;
         const room = concurrency - inFlight.size;
         if (room <= 0 || stopped) break;
+        const sinceLast = performance.now() - lastClaimAt;
+        if (sinceLast < claimIntervalMs) {
+          // Soon again: what comes due meanwhile joins the next claim.
+          await new Promise<void>((resolve) => {
+            waiting = { timer: setTimeout(resolve, claimIntervalMs - sinceLast), resolve };
+          });
+          waiting = null;
+          if (stopped) break;
+        }
+        lastClaimAt = performance.now();
         const jobs = await claimJobs(database.db, kind.storage, {
           limit: room,
           leaseMs: kind.leaseMs,
@@ -478,6 +546,10 @@ export function startJobRunner<Fields extends Record<string, unknown>>(
     async stop() {
       stopped = true;
       clearInterval(timer);
+      if (waiting) {
+        clearTimeout(waiting.timer);
+        waiting.resolve();
+      }
       live.get(kind.name)?.delete(runner);
       await (await listener)?.unlisten().catch(() => {});
       // Rows a claim in progress takes are started before it ends: wait for it first.

@@ -1,8 +1,9 @@
-import { and, eq, isNull, sql } from 'drizzle-orm';
+import { and, eq, isNull, sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
 import { envelopeJson, type EnvelopeParts } from '../events/queries.js';
 import {
   claimJobs,
+  heldAt,
   stillHeld,
   notifyJobs,
   type ClaimedJob,
@@ -15,31 +16,44 @@ import { webhookDeliveries, webhooks, type Webhook, type WebhookDelivery } from 
 export const DELIVERY_JOB = 'webhooks.delivery';
 
 /**
- * The outbox write (the deliveries are the jobs' storage, run by src/jobs/runner.ts): one delivery of the event to every live subscription of its
- * workspace listing its name, and the wake-up of the workers when there is any, in one
- * statement of the caller's transaction (`db` is the event's transaction), so the event
- * and its deliveries commit together and NOTIFY reaches the workers only at that commit.
+ * The outbox write as parts of the caller's statement (recordEvent writes the event, its
+ * deliveries and their wake-up in one): `with` is a data-modifying WITH entry, `enqueued`,
+ * inserting one delivery of the event to every live subscription of its workspace that
+ * lists its name; `wake` is the NOTIFY of the workers, only when it inserted any. In the
+ * event's transaction, so the event and its deliveries commit together and NOTIFY reaches
+ * the workers only at that commit. A data-modifying WITH runs exactly once, whatever the
+ * rest of the statement reads.
  */
-export async function enqueueDeliveries(
-  db: Db,
-  event: { workspaceId: string; id: string; name: string },
-): Promise<void> {
+export function enqueueParts(event: { workspaceId: string; id: string; name: string }): {
+  with: SQL;
+  wake: SQL;
+} {
   // Drizzle's insert-from-select must name every column; this one leaves the rest to
-  // their defaults. A data-modifying WITH runs exactly once, whatever the select reads.
+  // their defaults.
   const live = and(
     eq(webhooks.workspaceId, event.workspaceId),
     isNull(webhooks.deletedAt),
     sql`${event.name} = any(${webhooks.events})`,
   );
-  await db.execute(sql`
-    with enqueued as (
+  return {
+    with: sql`enqueued as (
       insert into ${webhookDeliveries} (workspace_id, webhook_id, event_id)
       select ${webhooks.workspaceId}, ${webhooks.id}, ${event.id}::uuid from ${webhooks}
       where ${live}
       on conflict do nothing
       returning 1
-    )
-    select case when exists (select 1 from enqueued) then ${notifyJobs(DELIVERY_JOB)} end`);
+    )`,
+    wake: sql`case when exists (select 1 from enqueued) then ${notifyJobs(DELIVERY_JOB)} end`,
+  };
+}
+
+/** The outbox write in a statement of its own (`enqueueParts`), in the caller's transaction. */
+export async function enqueueDeliveries(
+  db: Db,
+  event: { workspaceId: string; id: string; name: string },
+): Promise<void> {
+  const parts = enqueueParts(event);
+  await db.execute(sql`with ${parts.with} select ${parts.wake}`);
 }
 
 const d = webhookDeliveries;
@@ -74,7 +88,9 @@ export const deliveryStorage: JobStorage<DeliveryFields> = {
   dueAt: d.nextAttemptAt,
   attempts: d.attempts,
   windowFrom: d.firstAttemptAt,
-  pending: sql`${d.status} = 'pending'`,
+  // Written as the claim index's predicate (webhook_deliveries_pending_claim_idx), which
+  // no other index's follows from: the claim's scans can use that index only.
+  pending: sql`(${d.status} = 'pending') is true`,
   countAt: 'outcome',
   group: d.webhookId,
   onClaim: { first_attempt_at: sql`coalesce(${d.firstAttemptAt}, now())` },
@@ -108,6 +124,8 @@ export type ClaimedDelivery = Pick<
   /** This attempt's number: with `lease`, its outcome is written only while the row holds it. */
   attempt: number;
   lease: string;
+  /** Where the claim left the row (`ClaimedJob.row`). */
+  row: string;
   /** Set by the claim when it is the first attempt. */
   firstAttemptAt: Date;
   /** The event, read with the claim (null: gone). */
@@ -123,6 +141,7 @@ export function asDelivery(job: ClaimedJob<DeliveryFields>): ClaimedDelivery {
     eventId: job.eventId,
     attempt: job.attempt,
     lease: job.lease,
+    row: job.row,
     firstAttemptAt: new Date(job.firstAttemptMs),
     url: job.url,
     secret: job.secret,
@@ -181,23 +200,39 @@ export async function dropDelivery(db: Db, key: Held): Promise<void> {
 }
 
 /** A delivery answered 2xx: its claim and the answer's status. */
-export type Delivered = Held & { status: number };
+export type Delivered = Held & { row: string; status: number };
 
 /**
  * 2xx answers: each delivered, with its attempt counted, in one statement for the lot,
- * each only while its row still holds the attempt it was claimed with (`stillHeld`).
+ * each only while its row still holds the attempt it was claimed with. Rows are found
+ * where their claim left them (`heldAt`); one moved since (a table rewrite) is settled
+ * by its key in a second statement.
  */
 export async function recordDelivered(db: Db, rows: readonly Delivered[]): Promise<void> {
   if (rows.length === 0) return;
   const column = <K extends keyof Delivered>(key: K) => sql.param(rows.map((row) => row[key]));
-  await db.execute(sql`
+  const settled = (await db.execute(sql`
     update ${d} set status = 'delivered', attempts = ${d.attempts} + 1,
       last_status = k.status, last_error = null, delivered_at = now()
-    from unnest(${column('workspaceId')}::uuid[], ${column('id')}::uuid[],
-      ${column('attempt')}::int[], ${column('lease')}::text[], ${column('status')}::int[])
-      as k(w, i, attempt, lease, status)
-    where ${d.workspaceId} = k.w and ${d.id} = k.i and ${d.status} = 'pending'
-      and ${d.attempts} = k.attempt - 1 and ${d.nextAttemptAt} = k.lease::timestamptz`);
+    from unnest(${column('row')}::tid[], ${column('attempt')}::int[],
+      ${column('lease')}::text[], ${column('status')}::int[]) as k(t, attempt, lease, status)
+    where ${heldAt(deliveryStorage, 'k')}
+    returning ${d.id} as id`)) as unknown as { id: string }[];
+  if (settled.length === rows.length) return;
+  const found = new Set(settled.map((row) => row.id));
+  for (const row of rows) {
+    if (found.has(row.id)) continue;
+    await db
+      .update(d)
+      .set({
+        status: 'delivered',
+        attempts: sql`${d.attempts} + 1`,
+        lastStatus: row.status,
+        lastError: null,
+        deliveredAt: sql`now()`,
+      })
+      .where(held(row));
+  }
 }
 
 /**

@@ -63,11 +63,13 @@ export const webhookDeliveries = pgTable(
       .where(sql`${t.status} in ('delivered', 'failed')`),
     // The claim (src/jobs/runner.ts): each webhook's first due rows, found by skipping from
     // one (workspace, webhook) to the next, so a claim reads a few rows per webhook rather
-    // than every pending row (a backlog of 10,000 cost 65 ms a claim). The only index of
-    // pending rows in that order, so stale statistics cannot steer the claim elsewhere.
+    // than every pending row (a backlog of 10,000 cost 65 ms a claim). Its predicate is
+    // written as the claim writes pending (deliveryStorage), and implies no other index's:
+    // the claim's conditions match this index alone, so stale statistics (which may call
+    // the pending rows few) cannot steer it to the event index and a scan of them all.
     index('webhook_deliveries_pending_claim_idx')
       .on(t.workspaceId, t.webhookId, t.nextAttemptAt, t.id)
-      .where(sql`${t.status} = 'pending'`),
+      .where(sql`(${t.status} = 'pending') is true`),
     // Whether a pending delivery still needs an event (the events sweep): pending rows only.
     index('webhook_deliveries_pending_event_idx')
       .on(t.workspaceId, t.eventId)

@@ -159,3 +159,39 @@ test('at most SVC_JOBS_CONCURRENCY run at once, and one workspace never takes ev
   });
   expect(peak).toBe(4);
 });
+
+test('notices that come within the claim interval make one claim, not one each', async () => {
+  const leases = new Set<string>();
+  const done: number[] = [];
+  const kind = defineJob<{ n: number }>({
+    kind: 'test.burst',
+    run: async (job) => {
+      // One claim leases every row it takes to the same instant.
+      leases.add(job.lease);
+      done.push(job.payload.n);
+    },
+  });
+  const runner = startJobRunner(kind, {
+    database: db.database,
+    config: testConfig(),
+    log,
+    pollMs: 3_600_000,
+    claimIntervalMs: 2_000,
+  });
+  runners.push(runner);
+  expect(await runner.listening).toBe(true);
+  const workspace = await createWorkspace(db.database.db);
+  // Ten commits, each with its notice: the first is claimed at once, the rest wait out
+  // the interval and go in the next claim together.
+  for (let n = 0; n < 10; n += 1) {
+    await db.database.db.transaction((tx) =>
+      enqueueJob(tx, kind, { workspaceId: workspace.id, payload: { n } }),
+    );
+  }
+  await until(async () => done.length === 10);
+  expect(done.sort((a, b) => a - b)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+  expect(leases.size).toBeLessThanOrEqual(3);
+  // Stopping while a claim waits out the interval ends at once.
+  runner.wake();
+  await runner.stop();
+});

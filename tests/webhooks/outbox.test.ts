@@ -1,12 +1,16 @@
 // The webhooks domain's outbox (src/webhooks/outbox.ts): what recordEvent enqueues in the
 // event's transaction, and what one claim takes.
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { and, eq } from 'drizzle-orm';
+import { and, eq, sql } from 'drizzle-orm';
 import { randomUUID } from 'node:crypto';
 import type { Db } from '../../src/db/client.js';
 import { recordEvent } from '../../src/events/service.js';
 import { events } from '../../src/events/tables.js';
-import { claimDueDeliveries, enqueueDeliveries } from '../../src/webhooks/outbox.js';
+import {
+  claimDueDeliveries,
+  enqueueDeliveries,
+  recordDelivered,
+} from '../../src/webhooks/outbox.js';
 import { webhookDeliveries, webhooks, type Webhook } from '../../src/webhooks/tables.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { createWorkspace } from '../support/factories.js';
@@ -172,5 +176,64 @@ describe('claimDueDeliveries', () => {
     });
     // The crowded workspace's rows name no recorded event: the claim says so.
     expect(claimed.find((d) => d.workspaceId === crowded.id)!.event).toBeNull();
+  });
+});
+
+describe('recordDelivered', () => {
+  async function claimOwn(workspaceId: string) {
+    const claimed = await claimDueDeliveries(db, {
+      limit: 1000,
+      perWebhook: 1000,
+      leaseMs: 60_000,
+      inFlight: new Map(),
+    });
+    return claimed.filter((d) => d.workspaceId === workspaceId);
+  }
+  function rowOf(id: string) {
+    return db
+      .select({
+        status: webhookDeliveries.status,
+        attempts: webhookDeliveries.attempts,
+        lastStatus: webhookDeliveries.lastStatus,
+      })
+      .from(webhookDeliveries)
+      .where(eq(webhookDeliveries.id, id));
+  }
+
+  test('settles each claimed row once, where its claim left it or, moved since, by its key', async () => {
+    const workspace = await createWorkspace(db);
+    await insertWebhook(workspace.id, ['task.created']);
+    for (let i = 0; i < 3; i += 1) {
+      await enqueueDeliveries(db, {
+        workspaceId: workspace.id,
+        id: randomUUID(),
+        name: 'task.created',
+      });
+    }
+    const [kept, moved, lost] = await claimOwn(workspace.id);
+    // A write that keeps the claim but moves the row (as a table rewrite would).
+    await db
+      .update(webhookDeliveries)
+      .set({ lastError: null })
+      .where(eq(webhookDeliveries.id, moved!.id));
+    // The lease ran out and another runner claimed it again: this attempt's outcome is stale.
+    await db
+      .update(webhookDeliveries)
+      .set({ nextAttemptAt: sql`now() + interval '2 minutes'` })
+      .where(eq(webhookDeliveries.id, lost!.id));
+    await recordDelivered(
+      db,
+      [kept!, moved!, lost!].map((d) => ({ ...d, status: 204 })),
+    );
+    expect(await rowOf(kept!.id)).toEqual([{ status: 'delivered', attempts: 1, lastStatus: 204 }]);
+    expect(await rowOf(moved!.id)).toEqual([{ status: 'delivered', attempts: 1, lastStatus: 204 }]);
+    expect(await rowOf(lost!.id)).toEqual([{ status: 'pending', attempts: 0, lastStatus: null }]);
+    // Settling again changes nothing: each attempt is counted once.
+    await recordDelivered(db, [
+      { ...kept!, status: 200 },
+      { ...moved!, status: 200 },
+    ]);
+    expect(await rowOf(kept!.id)).toEqual([{ status: 'delivered', attempts: 1, lastStatus: 204 }]);
+    expect(await rowOf(moved!.id)).toEqual([{ status: 'delivered', attempts: 1, lastStatus: 204 }]);
   });
 });

@@ -1,0 +1,2 @@
+DROP INDEX "webhook_deliveries_pending_claim_idx";--> statement-breakpoint
+CREATE INDEX "webhook_deliveries_pending_claim_idx" ON "webhook_deliveries" USING btree ("workspace_id","webhook_id","next_attempt_at","id") WHERE ("webhook_deliveries"."status" = 'pending') is true;
