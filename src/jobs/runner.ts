@@ -103,22 +103,24 @@ export function stillHeld(
 
 /**
  * `stillHeld` for a batch: the row of `storage` at `held.t` (the ctid its claim left it
- * at), still holding that claim, for each row of `held`, a set of (t tid, attempt int,
- * lease text) the caller unnests. A tid join is one lookup per row whatever the statistics
- * say (the rest is one `(…) is true`, as in `claimJobs`, so no partial index competes); a
- * row moved since its claim (VACUUM FULL) is not found, so the caller settles the rows it
- * missed by key (`stillHeld`).
+ * at), still the row `held.i` and holding that claim, for each row of `held`, a set of
+ * (t tid, i uuid, attempt int, lease text) the caller unnests. The id is checked as well:
+ * rows claimed together share their lease, and a slot a rewrite freed may hold another.
+ * A tid join is one lookup per row whatever the statistics say (the rest is one
+ * `(…) is true`, as in `claimJobs`, so no partial index competes); a row moved since its
+ * claim (VACUUM FULL) is not found, so the caller settles the rows it missed by key
+ * (`stillHeld`).
  */
 export function heldAt(
   storage: Pick<
     JobStorage<Record<string, unknown>>,
-    'table' | 'dueAt' | 'attempts' | 'pending' | 'countAt'
+    'table' | 'id' | 'dueAt' | 'attempts' | 'pending' | 'countAt'
   >,
   held: string,
 ): SQL {
   const alias = sql.identifier(held);
   const counted = storage.countAt === 'outcome' ? sql`${alias}.attempt - 1` : sql`${alias}.attempt`;
-  return sql`${storage.table}.ctid = ${alias}.t and (${storage.pending}
+  return sql`${storage.table}.ctid = ${alias}.t and ${storage.id} = ${alias}.i and (${storage.pending}
     and ${storage.attempts} = ${counted} and ${storage.dueAt} = ${alias}.lease::timestamptz) is true`;
 }
 

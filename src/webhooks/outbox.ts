@@ -214,8 +214,8 @@ export async function recordDelivered(db: Db, rows: readonly Delivered[]): Promi
   const settled = (await db.execute(sql`
     update ${d} set status = 'delivered', attempts = ${d.attempts} + 1,
       last_status = k.status, last_error = null, delivered_at = now()
-    from unnest(${column('row')}::tid[], ${column('attempt')}::int[],
-      ${column('lease')}::text[], ${column('status')}::int[]) as k(t, attempt, lease, status)
+    from unnest(${column('row')}::tid[], ${column('id')}::uuid[], ${column('attempt')}::int[],
+      ${column('lease')}::text[], ${column('status')}::int[]) as k(t, i, attempt, lease, status)
     where ${heldAt(deliveryStorage, 'k')}
     returning ${d.id} as id`)) as unknown as { id: string }[];
   if (settled.length === rows.length) return;
