@@ -294,14 +294,20 @@ describe('plugin routes held to a scope area', () => {
   test('a user holding SVC_STREAMS_PER_USER plugin requests gets 429 with Retry-After', async () => {
     const user = await createUser(svc.db.database.db, svc.workspace);
     const token = bearer(await tokenFor(svc.db.database.db, user));
-    // Held until its client goes away, however long the requests below take.
+    // Held until its client goes away or SVC_STREAM_LIFETIME closes it; the requests
+    // below go on until it is in (it may start after several of them) or has ended.
     const client = new AbortController();
     const open = svc.request(`/api/plugins/probe/wait/600000`, {
       headers: token,
       signal: client.signal,
     });
+    let ended = false;
+    open.then(
+      () => (ended = true),
+      () => (ended = true),
+    );
     let refused: Response | null = null;
-    for (let i = 0; i < 200 && !refused; i += 1) {
+    while (!refused && !ended) {
       const response = await get('items/1', token);
       if (response.status === 429) refused = response;
       else await response.body?.cancel();
