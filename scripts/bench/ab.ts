@@ -6,13 +6,9 @@
 //   git worktree add /tmp/svc-a <commit> && ln -s "$PWD/node_modules" /tmp/svc-a/
 //   BENCH_A_ROOT=/tmp/svc-a npm run bench:ab
 import path from 'node:path';
-import { buildCatalogue } from '../../src/auth/access.js';
-import { createApiToken } from '../../src/auth/tokens.js';
 import { createDatabase } from '../../src/db/client.js';
-import { createAccount } from '../../src/users/service.js';
-import { createWorkspace } from '../../src/workspaces/service.js';
 import { migrate } from './scale-data.js';
-import { load, root, scratchDatabase, startServe, type LoadResult } from './support.js';
+import { benchAdmin, load, root, scratchDatabase, startServe, type LoadResult } from './support.js';
 
 const aRoot = process.env.BENCH_A_ROOT;
 if (!aRoot) throw new Error('BENCH_A_ROOT names the checkout to compare against');
@@ -25,32 +21,19 @@ const CONTACTS = 1_000;
 async function seed(url: string): Promise<string> {
   const database = createDatabase(url, { max: 2 });
   try {
-    const workspace = await createWorkspace(database.db, { name: 'A/B' });
-    const user = await createAccount(database.db, workspace.id, {
-      email: 'ab@example.com',
-      name: 'A B',
-      password: 'bench password that is long enough',
-      role: 'admin',
-    });
-    const { secret } = await createApiToken(database.db, buildCatalogue([]), {
-      workspaceId: workspace.id,
-      userId: user.id,
-      name: 'ab',
-      scopes: null,
-      ttlDays: null,
-    });
+    const { workspaceId, token: secret } = await benchAdmin(database.db);
     const { sql } = database;
     await sql`
       with made as (
         insert into contacts (workspace_id, name)
-        select ${workspace.id}, 'Person ' || i from generate_series(1, ${CONTACTS}) i
+        select ${workspaceId}, 'Person ' || i from generate_series(1, ${CONTACTS}) i
         returning id
       )
       insert into contact_identities (workspace_id, contact_id, channel, identifier, identifier_key)
-      select ${workspace.id}, id, 'email', id || '@example.com', id || '@example.com' from made`;
+      select ${workspaceId}, id, 'email', id || '@example.com', id || '@example.com' from made`;
     // The stored count an unfiltered page's total reads.
     await sql`
-      insert into workspace_counts (workspace_id, contacts) values (${workspace.id}, ${CONTACTS})
+      insert into workspace_counts (workspace_id, contacts) values (${workspaceId}, ${CONTACTS})
       on conflict (workspace_id) do update set contacts = excluded.contacts`;
     return secret;
   } finally {

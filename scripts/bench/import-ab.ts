@@ -6,13 +6,9 @@
 // (default 1), each against the COPY of its own database.
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { buildCatalogue } from '../../src/auth/access.js';
-import { createApiToken } from '../../src/auth/tokens.js';
 import { createDatabase } from '../../src/db/client.js';
-import { createAccount } from '../../src/users/service.js';
-import { createWorkspace } from '../../src/workspaces/service.js';
 import { importLine, measureImports, peakRssMb } from './import.js';
-import { scratchDatabase, startServe } from './support.js';
+import { benchAdmin, scratchDatabase, startServe } from './support.js';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 1);
 const here = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -26,21 +22,7 @@ const roots = [
 async function tokenFor(databaseUrl: string): Promise<string> {
   const database = createDatabase(databaseUrl, { max: 2 });
   try {
-    const workspace = await createWorkspace(database.db, { name: 'Bench' });
-    const user = await createAccount(database.db, workspace.id, {
-      email: 'bench@example.com',
-      name: 'Bench',
-      password: 'bench password that is long enough',
-      role: 'admin',
-    });
-    const { secret } = await createApiToken(database.db, buildCatalogue([]), {
-      workspaceId: workspace.id,
-      userId: user.id,
-      name: 'bench',
-      scopes: null,
-      ttlDays: null,
-    });
-    return secret;
+    return (await benchAdmin(database.db)).token;
   } finally {
     await database.close();
   }

@@ -5,13 +5,9 @@
 // BENCH_IMPORT_MERGE=0 runs the plain commits only (for code without the option);
 // BENCH_ROUNDS=n alternates plain and merging commits n times.
 import { randomUUID } from 'node:crypto';
-import { buildCatalogue } from '../../src/auth/access.js';
-import { createApiToken } from '../../src/auth/tokens.js';
 import { createDatabase } from '../../src/db/client.js';
-import { createAccount } from '../../src/users/service.js';
-import { createWorkspace } from '../../src/workspaces/service.js';
 import { peakRssMb } from './import.js';
-import { scratchDatabase, startServe } from './support.js';
+import { benchAdmin, scratchDatabase, startServe } from './support.js';
 
 const ROWS = Number(process.env.BENCH_IMPORT_ROWS ?? 50_000);
 const MERGE = process.env.BENCH_IMPORT_MERGE !== '0';
@@ -92,20 +88,7 @@ try {
   const service = await startServe({ SVC_DATABASE_URL: db.url });
   try {
     const database = createDatabase(db.url, { max: 2 });
-    const workspace = await createWorkspace(database.db, { name: 'Bench' });
-    const user = await createAccount(database.db, workspace.id, {
-      email: 'bench@example.com',
-      name: 'Bench',
-      password: 'bench password that is long enough',
-      role: 'admin',
-    });
-    const { secret: token } = await createApiToken(database.db, buildCatalogue([]), {
-      workspaceId: workspace.id,
-      userId: user.id,
-      name: 'bench',
-      scopes: null,
-      ttlDays: null,
-    });
+    const { token } = await benchAdmin(database.db);
     await database.close();
     const graph = `${service.url}/api/graphql`;
     await post(graph, token, 'mutation ($i: FieldDefineInput!) { defineField(input: $i) { id } }', {

@@ -11,22 +11,25 @@
 //    row (scripts/bench/chat.ts). BENCH_ONLY=chat runs that scenario alone; BENCH_ONLY=graph
 //    the requests per second alone (what tracing on and off is compared by).
 import { createServer } from 'node:http';
-import { buildCatalogue } from '../../src/auth/access.js';
 import { parseSecret } from '../../src/auth/secrets.js';
 import { createSession, SESSION_COOKIE } from '../../src/auth/sessions.js';
-import { createApiToken } from '../../src/auth/tokens.js';
 import { createDatabase } from '../../src/db/client.js';
-import { createAccount } from '../../src/users/service.js';
-import { createWorkspace } from '../../src/workspaces/service.js';
 import { CHAT_ENV, chatScenario } from './chat.js';
 import { fieldsRows, seedFields } from './fields.js';
 import { importScenario } from './import.js';
-import { freePort, load, report, scratchDatabase, startServe } from './support.js';
+import {
+  BENCH_PASSWORD,
+  benchAdmin,
+  freePort,
+  load,
+  report,
+  scratchDatabase,
+  startServe,
+} from './support.js';
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 8);
 // Below SVC_GRAPH_OPERATIONS_PER_USER (20): every request here is one user's.
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 16);
-const PASSWORD = 'bench password that is long enough';
 
 async function baselineServer(body: string) {
   const port = await freePort();
@@ -86,22 +89,9 @@ async function baselineMe(databaseUrl: string) {
 async function credentials(url: string) {
   const database = createDatabase(url, { max: 2 });
   try {
-    const workspace = await createWorkspace(database.db, { name: 'Bench' });
-    const user = await createAccount(database.db, workspace.id, {
-      email: 'bench@example.com',
-      name: 'Bench',
-      password: PASSWORD,
-      role: 'admin',
-    });
-    const { secret } = await createApiToken(database.db, buildCatalogue([]), {
-      workspaceId: workspace.id,
-      userId: user.id,
-      name: 'bench',
-      scopes: null,
-      ttlDays: null,
-    });
+    const { user, token } = await benchAdmin(database.db);
     const session = await createSession(database.db, user);
-    return { token: secret, cookie: `${SESSION_COOKIE}=${session}` };
+    return { token, cookie: `${SESSION_COOKIE}=${session}` };
   } finally {
     await database.close();
   }
@@ -110,7 +100,7 @@ async function credentials(url: string) {
 async function loginLatency(url: string, rounds: number) {
   const body = JSON.stringify({
     query: 'mutation ($e: String!, $p: String!) { login(email: $e, password: $p) { me { id } } }',
-    variables: { e: 'bench@example.com', p: PASSWORD },
+    variables: { e: 'bench@example.com', p: BENCH_PASSWORD },
   });
   const times: number[] = [];
   for (let i = 0; i < rounds; i += 1) {

@@ -6,14 +6,46 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import autocannon from 'autocannon';
 import postgres from 'postgres';
-import { withDatabaseName } from '../../src/db/client.js';
+import { buildCatalogue } from '../../src/auth/access.js';
+import { createApiToken } from '../../src/auth/tokens.js';
+import { withDatabaseName, type Db } from '../../src/db/client.js';
 import { freePort } from '../../src/dev/free-port.js';
+import { createAccount } from '../../src/users/service.js';
+import type { User } from '../../src/users/tables.js';
+import { createWorkspace } from '../../src/workspaces/service.js';
 
 export { freePort };
 
 export const root = path.resolve(import.meta.dirname, '../..');
 export const adminUrl =
   process.env.SVC_BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+
+/** The bench admin's password (a login bench signs in with it). */
+export const BENCH_PASSWORD = 'bench password that is long enough';
+
+/**
+ * The benches' caller: a new workspace with an admin, `bench@example.com`, and an API
+ * token of theirs holding every scope.
+ */
+export async function benchAdmin(
+  db: Db,
+): Promise<{ workspaceId: string; user: User; token: string }> {
+  const workspace = await createWorkspace(db, { name: 'Bench' });
+  const user = await createAccount(db, workspace.id, {
+    email: 'bench@example.com',
+    name: 'Bench',
+    password: BENCH_PASSWORD,
+    role: 'admin',
+  });
+  const { secret } = await createApiToken(db, buildCatalogue([]), {
+    workspaceId: workspace.id,
+    userId: user.id,
+    name: 'bench',
+    scopes: null,
+    ttlDays: null,
+  });
+  return { workspaceId: workspace.id, user, token: secret };
+}
 
 export async function scratchDatabase(): Promise<{
   name: string;

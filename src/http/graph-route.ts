@@ -320,9 +320,9 @@ export function createGraphRoute(deps: GraphRouteDeps) {
         holdConnection(actor, step.token, controller as AbortController);
       }
       // The request's fields as Yoga's Headers, made when read (the locale, Yoga's
-      // Request; the direct path reads none); the Request itself is made only for Yoga. Yoga's own Request class keeps a buffered body as it
-      // is; undici's would wrap it in a stream. Only a stream needs the request's signal
-      // (Yoga ends a subscription with it).
+      // Request; the direct path reads none); the Request itself is made only for Yoga.
+      // Yoga's own Request class keeps a buffered body as it is; undici's would wrap it in
+      // a stream. Only a stream needs the request's signal (Yoga ends a subscription with it).
       let headers: Headers | undefined;
       const requestHeaders = () => (headers ??= new deps.graph.fetchAPI.Headers(headerRecord(req)));
       const request = () =>
