@@ -121,6 +121,8 @@ async function importFile(
   let started = performance.now();
   const staged = await upload(graph, token, bytes, name);
   const stagedSeconds = (performance.now() - started) / 1000;
+  // The process's peak so far after each stage: which stage raised it.
+  const peakMb = { staged: peakRssMb(cpu.pid), mapped: 0, committed: 0 };
   started = performance.now();
   await post(
     graph,
@@ -129,6 +131,7 @@ async function importFile(
     { id: staged.id, m: MAPPING },
   );
   const mappedSeconds = (performance.now() - started) / 1000;
+  peakMb.mapped = peakRssMb(cpu.pid);
   const cpuBefore = await cpuNow(cpu.probe, [cpu.pid]);
   started = performance.now();
   await post(graph, token, 'mutation ($id: UUID!) { importCommit(id: $id) { id } }', {
@@ -136,7 +139,9 @@ async function importFile(
   });
   const committedSeconds = (performance.now() - started) / 1000;
   const committedCpuSeconds = cpuSpent(cpuBefore, await cpuNow(cpu.probe, [cpu.pid]));
+  peakMb.committed = peakRssMb(cpu.pid);
   return {
+    peakMb,
     rows: staged.rowCount,
     stagedSeconds,
     mappedSeconds,
@@ -281,7 +286,7 @@ export function importLine(
   run: ImportFigures['csv'],
   copy: Pick<ImportFigures, 'copySeconds' | 'copyCpuSeconds'>,
 ): string {
-  return `${label.padEnd(6)} ${(run.bytes / 1024 / 1024).toFixed(2)} MiB, ${run.rows} rows: staged ${run.stagedSeconds.toFixed(2)} s, mapped ${run.mappedSeconds.toFixed(2)} s, committed ${run.committedSeconds.toFixed(2)} s (commit ${(run.committedSeconds / copy.copySeconds).toFixed(2)}× COPY), CPU ${run.committedCpuSeconds.toFixed(2)} s (${(run.committedCpuSeconds / copy.copyCpuSeconds).toFixed(2)}× COPY's)`;
+  return `${label.padEnd(6)} ${(run.bytes / 1024 / 1024).toFixed(2)} MiB, ${run.rows} rows: staged ${run.stagedSeconds.toFixed(2)} s, mapped ${run.mappedSeconds.toFixed(2)} s, committed ${run.committedSeconds.toFixed(2)} s (commit ${(run.committedSeconds / copy.copySeconds).toFixed(2)}× COPY), CPU ${run.committedCpuSeconds.toFixed(2)} s (${(run.committedCpuSeconds / copy.copyCpuSeconds).toFixed(2)}× COPY's); peak RSS after each stage ${run.peakMb.staged.toFixed(0)}·${run.peakMb.mapped.toFixed(0)}·${run.peakMb.committed.toFixed(0)} MB`;
 }
 
 /** Runs the scenario and prints its lines. */

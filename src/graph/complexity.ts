@@ -162,7 +162,9 @@ export function complexityCheck(options: ComplexityLimitOptions): ComplexityChec
         defaultPageSize: options.defaultPageSize,
         ...(options.rootCosts ? { rootCosts: options.rootCosts } : {}),
       });
-    const key = `${args.operationName ?? ''}\u0000${JSON.stringify(args.variableValues ?? {})}`;
+    const values = plainJson(args.variableValues ?? {});
+    if (values === undefined) return walk();
+    const key = `${args.operationName ?? ''}\u0000${values}`;
     if (key.length > CACHED_KEY_MAX) return walk();
     let costs = known.get(args.document);
     if (!costs) known.set(args.document, (costs = new Map()));
@@ -183,6 +185,23 @@ export function complexityCheck(options: ComplexityLimitOptions): ComplexityChec
     );
     return { data: null, errors: [error] };
   };
+}
+
+/**
+ * `values` as JSON when they hold only lists, plain objects, dates and scalars, else
+ * undefined: an upload (a file among the variables) is never part of a cache key, and
+ * stringifying it would turn its bytes into a list of numbers first.
+ */
+function plainJson(values: object): string | undefined {
+  return isPlainTree(values, 0) ? JSON.stringify(values) : undefined;
+}
+
+function isPlainTree(value: unknown, depth: number): boolean {
+  if (typeof value !== 'object' || value === null || value instanceof Date) return true;
+  if (depth > 16) return false;
+  if (!Array.isArray(value) && !isPlainObject(value)) return false;
+  for (const item of Object.values(value)) if (!isPlainTree(item, depth + 1)) return false;
+  return true;
 }
 
 interface CheckedArgs {
@@ -395,12 +414,23 @@ function ownCost(
   return Math.max(0, typeof cost === 'function' ? cost(args, parentArgs) : cost);
 }
 
-/** Items of every list among `value`'s arguments, at any depth (input bounds cap it). */
+/**
+ * Items of every list among `value`'s arguments, at any depth (input bounds cap it). Only
+ * lists and input objects are walked: an upload's file is a leaf, and walking its bytes
+ * as values made a 4 MB upload allocate some 200 MB.
+ */
 function listItems(value: unknown, depth: number): number {
   if (typeof value !== 'object' || value === null || depth > 16) return 0;
-  let items = Array.isArray(value) ? value.length : 0;
+  const list = Array.isArray(value);
+  if (!list && !isPlainObject(value)) return 0;
+  let items = list ? value.length : 0;
   for (const item of Object.values(value)) items += listItems(item, depth + 1);
   return items;
+}
+
+function isPlainObject(value: object): boolean {
+  const prototype: unknown = Object.getPrototypeOf(value);
+  return prototype === Object.prototype || prototype === null;
 }
 
 function fieldDefinition(

@@ -8,7 +8,11 @@ import {
   parse,
 } from 'graphql';
 import { createSchema, createYoga } from 'graphql-yoga';
-import { operationComplexity, useComplexityLimit } from '../../src/graph/complexity.js';
+import {
+  complexityCheck,
+  operationComplexity,
+  useComplexityLimit,
+} from '../../src/graph/complexity.js';
 
 const typeDefs = /* GraphQL */ `
   type Query {
@@ -350,6 +354,36 @@ describe('useComplexityLimit', () => {
     ] as const) {
       expect({ n, status: (await post(query, {}, { n })).status }).toEqual({ n, status });
     }
+  });
+
+  test('a file among the variables is a leaf: neither its contents nor its JSON are read', () => {
+    // An upload's file holds its bytes; walking or stringifying them cost ~50 bytes a byte.
+    class Upload {
+      constructor() {
+        Object.defineProperty(this, 'bytes', {
+          enumerable: true,
+          get: () => {
+            throw new Error('the file was walked');
+          },
+        });
+      }
+      toJSON(): never {
+        throw new Error('the file was stringified');
+      }
+    }
+    const check = complexityCheck({ limit: 10, defaultPageSize: 50, retryAfterSeconds: 30 });
+    const document = parse('query ($id: ID!) { contact(id: $id) { id } }');
+    for (let i = 0; i < 2; i += 1) {
+      expect(check({ schema, document, variableValues: { id: new Upload() } })).toBeUndefined();
+    }
+    // A list of files costs what a list of as many strings costs.
+    const refused = complexityCheck({ limit: 1, defaultPageSize: 50, retryAfterSeconds: 30 });
+    const query = 'query ($id: ID!) { contact(id: $id) { id } }';
+    expect(
+      refused({ schema, document, variableValues: { id: [new Upload()] } })?.errors?.[0],
+    ).toMatchObject({
+      extensions: { meta: { complexity: cost(query, { variables: { id: ['x'] } }), limit: 1 } },
+    });
   });
 
   test('an operation over the limit runs no resolver', async () => {
