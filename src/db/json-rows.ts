@@ -1,5 +1,6 @@
 import { sql, type SQL } from 'drizzle-orm';
 import type { PgColumn } from 'drizzle-orm/pg-core';
+import { rowObjectMaker } from './row-object.js';
 
 /**
  * Rows of a table carried as JSON inside another row's statement (a contact's identities
@@ -20,23 +21,18 @@ export function jsonRows<T>(columns: Record<string, PgColumn>): JsonRows<T> {
   const keys = entries.map(([key]) => key);
   // A timestamp's JSON is ISO 8601 text; a date column stays text, as Drizzle's
   // `mode: 'string'` gives it.
-  const isTimestamp = entries.map(([, column]) => column.columnType === 'PgTimestamp');
+  const toDate = (value: unknown) => (typeof value === 'string' ? new Date(value) : value);
+  const makeRow = rowObjectMaker(
+    keys,
+    entries.map(([, column]) => (column.columnType === 'PgTimestamp' ? toDate : null)),
+  );
   return {
     row: sql`json_build_array(${sql.join(
       entries.map(([, column]) => column),
       sql`, `,
     )})`,
     revive(json) {
-      const arrays = (json ?? []) as unknown[][];
-      return arrays.map((values) => {
-        const row: Record<string, unknown> = {};
-        for (let i = 0; i < keys.length; i += 1) {
-          const value = values[i];
-          row[keys[i] as string] =
-            isTimestamp[i] && typeof value === 'string' ? new Date(value) : value;
-        }
-        return row as T;
-      });
+      return ((json ?? []) as unknown[][]).map(makeRow) as T[];
     },
   };
 }

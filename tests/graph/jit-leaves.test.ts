@@ -1,15 +1,16 @@
 import { describe, expect, test } from '@jest/globals';
-import type { GraphQLError, GraphQLScalarType } from 'graphql';
+import type { GraphQLError, GraphQLObjectType, GraphQLScalarType } from 'graphql';
 import { buildSchema, execute, parse, type ExecutionResult } from 'graphql';
 import { compileQuery, isCompiledQuery } from 'graphql-jit';
 
 // graphql-jit is patched (patches/graphql-jit+0.8.9.patch): every leaf is read through a
 // hoisted function that builds an error's path only when the value fails, and list items
-// that are not promises skip the promise machinery. Each case answers as graphql-js does.
+// that are not promises, and resolvers answering no promise, skip the promise machinery.
+// Each case answers as graphql-js does.
 const schema = buildSchema(`
   scalar Odd
   type Query { items: [Item]! later: [Item] }
-  type Item { id: ID! label: String odd: Odd tags: [String!] }
+  type Item { id: ID! label: String odd: Odd tags: [String!] extra: String sure: String! }
 `);
 const oddScalar = schema.getType('Odd') as GraphQLScalarType;
 oddScalar.serialize = (value: unknown) => {
@@ -26,6 +27,22 @@ const rows = [
 ];
 const fields = schema.getQueryType()!.getFields();
 fields.items!.resolve = () => rows;
+// Resolvers answering a value, a promise, null, a throw and a rejection, by row.
+const itemFields = (schema.getType('Item') as GraphQLObjectType).getFields();
+const answered = (row: { id: string | null }, nonNull: boolean) => {
+  switch (row.id) {
+    case '1':
+      return 'value';
+    case null:
+      return Promise.resolve('promised');
+    case '3':
+      throw new Error('resolver threw');
+    default:
+      return nonNull ? Promise.reject(new Error('resolver rejected')) : null;
+  }
+};
+itemFields.extra!.resolve = (row: { id: string | null }) => answered(row, false);
+itemFields.sure!.resolve = (row: { id: string | null }) => answered(row, true);
 fields.later!.resolve = () => rows.map((row, i) => (i % 2 === 0 ? Promise.resolve(row) : row));
 
 async function both(query: string): Promise<[ExecutionResult, ExecutionResult]> {
@@ -53,6 +70,8 @@ describe('graphql-jit leaves, as patched', () => {
     ['plain values', '{ items { id label odd tags } }'],
     ['promises and values in one list', '{ later { id label odd tags } }'],
     ['a leaf of a nested list', '{ items { tags } later { tags } }'],
+    ['resolvers: a value, a promise, null, a throw, a rejection', '{ items { extra sure } }'],
+    ['resolvers beside promised items', '{ later { id extra sure } }'],
   ])('%s: data, messages, paths and locations as graphql-js gives them', async (_, query) => {
     const [jit, reference] = await both(query);
     expect(shape(jit)).toEqual(shape(reference));
