@@ -186,16 +186,27 @@ class RowJudge {
   /** merge: how many identities each target holds, counting what rows add to it. */
   private readonly held = new Map<MergeTarget, number>();
   private readonly fieldService = findService('fields');
+  /** Each column's target, read once: the name, an address's channel, a field's name. */
+  private readonly targets: readonly ({ to: 'name' | 'identity' | 'field'; name: string } | null)[];
 
   constructor(
     private readonly lookup: Db,
     private readonly workspaceId: string,
-    private readonly mapping: readonly (string | null)[],
+    mapping: readonly (string | null)[],
     private readonly fields: readonly WritableField[],
     private readonly mode: ExistingContacts,
-  ) {}
+  ) {
+    this.targets = mapping.map((target) => {
+      if (!target) return null;
+      if (target === 'name') return { to: 'name', name: '' };
+      if (target.startsWith('identity:')) {
+        return { to: 'identity', name: target.slice('identity:'.length) };
+      }
+      return { to: 'field', name: target.slice('field:'.length) };
+    });
+  }
 
-  async judge(rows: readonly ImportRow[]): Promise<Judged[]> {
+  async judge(rows: readonly StagedRow[]): Promise<Judged[]> {
     const judged = rows.map((row) => this.alone(row));
     const candidates = judged.filter((row) => row.contact);
     const keys = (row: Judged) => row.contact!.identities.map(identityKey);
@@ -215,7 +226,7 @@ class RowJudge {
   }
 
   /** A row judged on its own cells: a blocking reason, or the contact and values. */
-  private alone(row: ImportRow): Judged {
+  private alone(row: StagedRow): Judged {
     // A legacy text reason blocks as any other reason of its time did.
     const stored =
       typeof row.reason === 'string' ? reason('legacy_text', { text: row.reason }) : row.reason;
@@ -223,19 +234,22 @@ class RowJudge {
     if (structural || row.cells.length === 0) {
       return skipped(row.line, structural ?? reason('row_malformed'));
     }
-    const cell = (i: number) => (row.cells[i] ?? '').trim();
     let name = '';
     const identities: { channel: string; identifier: string }[] = [];
-    const values: Record<string, string> = {};
-    this.mapping.forEach((target, i) => {
-      if (!target || cell(i) === '') return;
-      if (target === 'name') name = cell(i);
-      else if (target.startsWith('identity:')) {
+    let values: Record<string, string> | null = null;
+    for (let i = 0; i < this.targets.length; i += 1) {
+      const target = this.targets[i];
+      if (!target) continue;
+      const cell = (row.cells[i] ?? '').trim();
+      if (cell === '') continue;
+      if (target.to === 'name') name = cell;
+      else if (target.to === 'identity') {
         // Several addresses of a channel share a cell as a list (`a; b`), as an export writes them.
-        const channel = target.slice('identity:'.length);
-        for (const identifier of splitListCell(cell(i))) identities.push({ channel, identifier });
-      } else values[target.slice('field:'.length)] = cell(i);
-    });
+        for (const identifier of splitListCell(cell)) {
+          identities.push({ channel: target.name, identifier });
+        }
+      } else (values ??= Object.create(null) as Record<string, string>)[target.name] = cell;
+    }
     if (name === '' || identities.length === 0) {
       return skipped(row.line, reason('row_incomplete'));
     }
@@ -244,7 +258,7 @@ class RowJudge {
       return skipped(row.line, reason('contact_details_invalid'));
     }
     let checked: CheckedFieldValues | undefined;
-    if (this.fieldService && Object.keys(values).length > 0) {
+    if (this.fieldService && values) {
       const result = checkCells(this.fieldService, this.fields, values);
       const fieldReason = valuesReason(result);
       if (fieldReason) return skipped(row.line, fieldReason);
@@ -410,12 +424,25 @@ function valuesReason(checked: unknown): RowReason {
   return reason('field_text_refused');
 }
 
+/** What judging reads of a staged row (not its workspace and import: known). */
+type StagedRow = Pick<
+  ImportRow,
+  'line' | 'cells' | 'reason' | 'contactId' | 'contactPlanned' | 'outcome'
+>;
+
 /** The import's staged rows in file order, a batch at a time (the next read once asked). */
-async function* stagedBatches(db: Db, job: Import): AsyncGenerator<ImportRow[]> {
+async function* stagedBatches(db: Db, job: Import): AsyncGenerator<StagedRow[]> {
   let after = 0;
   for (;;) {
     const rows = await db
-      .select()
+      .select({
+        line: importRows.line,
+        cells: importRows.cells,
+        reason: importRows.reason,
+        contactId: importRows.contactId,
+        contactPlanned: importRows.contactPlanned,
+        outcome: importRows.outcome,
+      })
       .from(importRows)
       .where(
         and(
@@ -475,7 +502,7 @@ function canonical(value: unknown): string {
 }
 
 /** Whether the commit's judgement of a row differs from what the row stores. */
-function changed(stored: ImportRow, judged: Judged): boolean {
+function changed(stored: StagedRow, judged: Judged): boolean {
   return (
     stored.outcome !== judged.outcome ||
     (stored.contactId ?? null) !== judged.contactId ||
@@ -574,31 +601,43 @@ export async function commitImport(ctx: Context, id: string): Promise<ImportView
       let rows = 0;
       let created = 0;
       let merged = 0;
-      // A batch's changed reasons (and the progress beside) are stored while the next batch
-      // is read and judged beside the transaction (the staged rows are committed, and this
-      // transaction holds the import); what is pending holds its statement's arrays, not
-      // the rows. A row judged as its mapping judged it, with the contact id it planned,
-      // is left as it is: a committed import's rows read their outcome in the past tense.
-      let stored: Promise<unknown> = Promise.resolve();
+      // A batch is written (its contacts, merges, changed reasons) while the next is read and
+      // judged beside the transaction (the staged rows are committed, and this transaction
+      // holds the import): the database writes while this process judges, where each
+      // waited for the other. A row judged as its mapping judged it, with the contact id it
+      // planned, is left as it is: a committed import's rows read their outcome in the
+      // past tense.
+      let written: Promise<void> = Promise.resolve();
       // Progress steps are written in order beside the transaction, not waited for batch by
       // batch (each is a commit of its own); the last is waited for before the answer.
       let progressed: Promise<void> = Promise.resolve();
-      // One batch held at a time (issue 29 goal 6): judged, written, then the next read.
-      for await (const staged of stagedBatches(db, job)) {
-        const batch = await judge.judge(staged);
-        await stored;
-        created += await createRows(tx, write, batch);
-        merged += await mergeRows(tx, write, batch);
-        heldInFile(batch);
-        const moved = batch.filter((row, i) => changed(staged[i]!, row));
-        if (moved.length > 0) {
-          stored = storeReasons(tx, job, moved);
-          stored.catch(() => {}); // awaited with the next batch, or below
+      try {
+        for await (const staged of stagedBatches(db, job)) {
+          const batch = await judge.judge(staged);
+          heldInFile(batch);
+          const moved = batch.filter((row, i) => changed(staged[i]!, row));
+          const creating = batch.filter((row) => row.contact);
+          const merging = batch.filter((row) => row.outcome === 'merge');
+          created += creating.length;
+          merged += merging.length;
+          rows += batch.length;
+          // The batch before is written by now: what this process holds is one batch
+          // being written and the rows of the next being judged (issue 29 goal 6).
+          await written;
+          written = (async () => {
+            await createRows(tx, write, creating);
+            await mergeRows(tx, write, merging);
+            if (moved.length > 0) await storeReasons(tx, job, moved);
+            progressed = progress!.advance(batch.length);
+          })();
+          written.catch(() => {}); // awaited with the next batch, or below
         }
-        progressed = progress!.advance(batch.length);
-        rows += batch.length;
+        await written;
+      } catch (error) {
+        // Nothing more is asked of the transaction until its last statement has answered.
+        await written.catch(() => {});
+        throw error;
       }
-      await stored;
       await progressed;
       const skipped = rows - created - merged;
       const [done] = await tx
@@ -656,9 +695,9 @@ function checkedValues(rows: readonly Judged[]) {
     .map((row) => ({ contactId: row.contactId!, checked: row.checked! }));
 }
 
-/** Creates the contacts of the batch's rows that create one; answers how many. */
-async function createRows(tx: Db, write: Write, batch: readonly Judged[]): Promise<number> {
-  const importable = batch.filter((row) => row.contact);
+/** Creates the contacts of `importable`, rows of a batch that each create one. */
+async function createRows(tx: Db, write: Write, importable: readonly Judged[]): Promise<void> {
+  if (importable.length === 0) return;
   // Each with the id judging gave it (the mapping's, when it stands).
   await createContactsIn(
     tx,
@@ -676,17 +715,14 @@ async function createRows(tx: Db, write: Write, batch: readonly Judged[]): Promi
       fresh: true,
     });
   }
-  return importable.length;
 }
 
 /**
- * Merges the batch's merging rows into their contacts (an earlier row's is created by
+ * Merges `merging`, rows of a batch, into their contacts (an earlier row's is created by
  * now): the addresses nobody held added, the values filled where the contact has none.
- * Answers how many rows merged.
  */
-async function mergeRows(tx: Db, write: Write, batch: readonly Judged[]): Promise<number> {
-  const merging = batch.filter((row) => row.outcome === 'merge');
-  if (merging.length === 0) return 0;
+async function mergeRows(tx: Db, write: Write, merging: readonly Judged[]): Promise<void> {
+  if (merging.length === 0) return;
   // Judged before this point: a contact erased since then is refused, not a foreign-key error.
   await lockContactsIn(
     tx,
@@ -709,7 +745,6 @@ async function mergeRows(tx: Db, write: Write, batch: readonly Judged[]): Promis
       event: false,
     });
   }
-  return merging.length;
 }
 
 /** The import locked for the transaction, or lock_not_available at once if it is locked. */
