@@ -90,11 +90,11 @@ async function residentBytes(pid: number): Promise<number | null> {
   }
 }
 
-/** `body` as a frame: its length, then its bytes. */
-function frame(body: Buffer): Buffer {
+/** The head of a frame of `body`: its length. */
+function frameHead(body: Buffer): Buffer {
   const head = Buffer.alloc(FRAME_HEAD);
   head.writeUInt32BE(body.length);
-  return Buffer.concat([head, body]);
+  return head;
 }
 
 /**
@@ -170,10 +170,15 @@ class IsolatedWorker<O> {
       if (workerOnline.hasSubscribers) workerOnline.publish({ file: file.href });
     });
     child.stdin!.on('error', () => {}); // a child that dies early closes its stdin
-    const start = frame(serialize({ file: file.href, input, batches }));
+    const start = serialize({ file: file.href, input, batches });
+    // Written as it is, the head before it, never copied into one buffer: the input may be
+    // a file of megabytes, and each copy was one more of it held while the worker starts.
+    child.stdin!.write(frameHead(start));
     // The first frame (the answer, or the first batch) is asked for at once.
-    if (batches) child.stdin!.write(Buffer.concat([start, ASK]));
-    else child.stdin!.end(start);
+    if (batches) {
+      child.stdin!.write(start);
+      child.stdin!.write(ASK);
+    } else child.stdin!.end(start);
     this.timer.left = limits.timeoutMs;
     this.ask(false);
     child.stderr!.on('data', (chunk: Buffer) => {
