@@ -601,43 +601,35 @@ export async function commitImport(ctx: Context, id: string): Promise<ImportView
       let rows = 0;
       let created = 0;
       let merged = 0;
-      // A batch is written (its contacts, merges, changed reasons) while the next is read and
-      // judged beside the transaction (the staged rows are committed, and this transaction
-      // holds the import): the database writes while this process judges, where each
-      // waited for the other. A row judged as its mapping judged it, with the contact id it
-      // planned, is left as it is: a committed import's rows read their outcome in the
-      // past tense.
-      let written: Promise<void> = Promise.resolve();
+      // A batch's changed reasons (and the progress beside) are stored while the next batch
+      // is read and judged beside the transaction (the staged rows are committed, and this
+      // transaction holds the import); what is pending holds its statement's arrays, not
+      // the rows. A row judged as its mapping judged it, with the contact id it planned,
+      // is left as it is: a committed import's rows read their outcome in the past tense.
+      let stored: Promise<unknown> = Promise.resolve();
       // Progress steps are written in order beside the transaction, not waited for batch by
       // batch (each is a commit of its own); the last is waited for before the answer.
       let progressed: Promise<void> = Promise.resolve();
-      try {
-        for await (const staged of stagedBatches(db, job)) {
-          const batch = await judge.judge(staged);
-          heldInFile(batch);
-          const moved = batch.filter((row, i) => changed(staged[i]!, row));
-          const creating = batch.filter((row) => row.contact);
-          const merging = batch.filter((row) => row.outcome === 'merge');
-          created += creating.length;
-          merged += merging.length;
-          rows += batch.length;
-          // The batch before is written by now: what this process holds is one batch
-          // being written and the rows of the next being judged (issue 29 goal 6).
-          await written;
-          written = (async () => {
-            await createRows(tx, write, creating);
-            await mergeRows(tx, write, merging);
-            if (moved.length > 0) await storeReasons(tx, job, moved);
-            progressed = progress!.advance(batch.length);
-          })();
-          written.catch(() => {}); // awaited with the next batch, or below
+      // One batch held at a time (issue 29 goal 6): judged, written, then the next read.
+      for await (const staged of stagedBatches(db, job)) {
+        const batch = await judge.judge(staged);
+        await stored;
+        const creating = batch.filter((row) => row.contact);
+        const merging = batch.filter((row) => row.outcome === 'merge');
+        await createRows(tx, write, creating);
+        await mergeRows(tx, write, merging);
+        created += creating.length;
+        merged += merging.length;
+        heldInFile(batch);
+        const moved = batch.filter((row, i) => changed(staged[i]!, row));
+        if (moved.length > 0) {
+          stored = storeReasons(tx, job, moved);
+          stored.catch(() => {}); // awaited with the next batch, or below
         }
-        await written;
-      } catch (error) {
-        // Nothing more is asked of the transaction until its last statement has answered.
-        await written.catch(() => {});
-        throw error;
+        progressed = progress!.advance(batch.length);
+        rows += batch.length;
       }
+      await stored;
       await progressed;
       const skipped = rows - created - merged;
       const [done] = await tx

@@ -357,7 +357,7 @@ describe('importCommit', () => {
     return row!;
   }
 
-  test('a commit of several batches judges each as the one before is written: holders across batches, and one taken since the mapping', async () => {
+  test('a commit of several batches names holders of later batches’ rows, and an address taken since the mapping', async () => {
     const { headers, workspaceId } = await workspace();
     // Line 3,000 (the second batch) repeats line 2's address; line 4,400 (the third) takes
     // an address a contact created after the mapping holds.
@@ -393,14 +393,14 @@ describe('importCommit', () => {
     expect(count).toEqual({ n: 4_499, identities: 4_499 });
   });
 
-  test('an address taken while a later batch is judged refuses the commit whole', async () => {
+  test('an address taken while a commit of several batches waits to write refuses it whole; it commits after', async () => {
     const { headers, workspaceId } = await workspace();
     const id = await stage(manyRows(), headers);
     dataOf(await map(id, headers), 'importSetMapping');
     const lock = holdTable(svc, 'contacts');
     const tx = await lock.held;
     const commit = svc.graph(COMMIT, { id }, headers);
-    // The first batch waits to be written (judged already: p1 was free), the next is judged.
+    // The first batch waits to be written, judged already: p1 was free.
     await waiterOn(svc, 'contacts');
     const [late] = await tx<{ id: string }[]>`
       insert into contacts (workspace_id, name) values (${workspaceId}, 'Late') returning id`;
