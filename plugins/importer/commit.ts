@@ -131,9 +131,9 @@ export type ExistingContacts = 'skip' | 'merge';
 export type RowOutcome = 'create' | 'merge' | 'skip';
 
 /**
- * A row of the file that creates a contact, as later rows of the file see it: its line,
- * its name, and the id its contact is given. Kept per address it claims, in place of the
- * row itself, so judging holds one batch of rows at a time.
+ * A row of the file that creates a contact, as later merging rows see it: its line, its
+ * name, and the id its contact is given. Kept per address it claims, in place of the row
+ * itself, so judging holds one batch of rows at a time.
  */
 interface FileContact {
   line: number;
@@ -155,10 +155,10 @@ interface Judged {
   contact?: NewContact;
   /** The row's custom field values as checked when judged (written as they are). */
   checked?: CheckedFieldValues;
-  /** For a row creating a contact: what later rows see of it. */
+  /** For a row creating a contact (merge): what later rows see of it. */
   creates?: FileContact;
-  /** For `identity_taken`: the earlier row of the file that holds the address. */
-  heldBy?: FileContact;
+  /** For `identity_taken`: the contact the earlier row of the file holding the address creates. */
+  heldBy?: string;
   /** For a merge: the contact it goes into, and the identities of the row it adds. */
   mergeInto?: MergeTarget;
   adds?: NewContact['identities'][number][];
@@ -178,8 +178,13 @@ const reason = (code: RowReasonCode, meta: Record<string, unknown> = {}): RowRea
  * the contacts the commit writes (the file's own are judged by what it claims).
  */
 class RowJudge {
-  /** skip: the first row of the file holding each address (null: one that creates nothing). */
-  private readonly inFile = new Map<string, FileContact | null>();
+  /**
+   * skip: per channel, each address's first row of the file as the id of the contact it
+   * creates (null: a row that creates nothing). An id is all that is kept an address, the
+   * largest part of what judging holds: a commit reads back the name of a contact it
+   * names (`heldInFile`).
+   */
+  private readonly inFile = new Map<string, Map<string, string | null>>();
   /** merge: the workspace's contacts met so far, and the target each address claims. */
   private readonly existing = new Map<string, MergeTarget>();
   private readonly claimed = new Map<string, MergeTarget>();
@@ -284,8 +289,13 @@ class RowJudge {
    * `identity_taken_by`, one holding an address an earlier row holds as `identity_taken`.
    */
   private skip(row: Judged, keys: readonly string[], holders: Holders): void {
+    const identities = row.contact!.identities;
     const holder = keys.map((key) => holders.get(key)).find(Boolean);
-    const earlier = keys.map((key) => this.inFile.get(key)).find((seen) => seen !== undefined);
+    let earlier: string | null | undefined;
+    for (const { channel, identifierKey } of identities) {
+      earlier = this.inFile.get(channel)?.get(identifierKey);
+      if (earlier !== undefined) break;
+    }
     if (holder) {
       Object.assign(row, {
         reason: reason('identity_taken_by', { ownerName: holder.contactName }),
@@ -299,7 +309,7 @@ class RowJudge {
       Object.assign(row, {
         reason: reason('identity_taken'),
         // The earlier row's contact, once a commit creates it, holds the address.
-        contactId: earlier?.contactId ?? null,
+        contactId: earlier,
         planned: earlier !== null,
         contact: undefined,
         checked: undefined,
@@ -307,8 +317,12 @@ class RowJudge {
       });
       if (earlier) row.heldBy = earlier;
     }
-    const seen = row.contact ? this.creating(row) : null;
-    for (const key of keys) if (!this.inFile.has(key)) this.inFile.set(key, seen);
+    const seen = row.contact ? row.contactId : null;
+    for (const { channel, identifierKey } of identities) {
+      let addresses = this.inFile.get(channel);
+      if (!addresses) this.inFile.set(channel, (addresses = new Map()));
+      if (!addresses.has(identifierKey)) addresses.set(identifierKey, seen);
+    }
   }
 
   /** What later rows see of a row creating a contact. */
@@ -620,7 +634,7 @@ export async function commitImport(ctx: Context, id: string): Promise<ImportView
         await mergeRows(tx, write, merging);
         created += creating.length;
         merged += merging.length;
-        heldInFile(batch);
+        await heldInFile(tx, workspaceId, batch);
         const moved = batch.filter((row, i) => changed(staged[i]!, row));
         if (moved.length > 0) {
           stored = storeReasons(tx, job, moved);
@@ -755,11 +769,19 @@ async function lockImportNow(tx: Db, workspaceId: string, id: string): Promise<I
  * commit created: they name it (`identity_taken_by`, its contactId) as a row held by a
  * contact already in the workspace does.
  */
-function heldInFile(batch: readonly Judged[]): void {
-  for (const row of batch) {
-    const holder = row.heldBy;
-    if (!holder) continue;
-    row.reason = reason('identity_taken_by', { ownerName: holder.name });
-    row.contactId = holder.contactId;
+async function heldInFile(tx: Db, workspaceId: string, batch: readonly Judged[]): Promise<void> {
+  const held = batch.filter((row) => row.heldBy);
+  if (held.length === 0) return;
+  // Created in this transaction by now (this batch's, or an earlier one's): their names are
+  // read back rather than held for every row of the file while judging.
+  const ids = [...new Set(held.map((row) => row.heldBy!))];
+  const named = await tx.execute<{ id: string; name: string }>(sql`
+    select id, name from contacts
+    where workspace_id = ${workspaceId}
+      and id in (select (jsonb_array_elements_text(${JSON.stringify(ids)}::jsonb))::uuid)`);
+  const names = new Map(named.map((contact) => [contact.id, contact.name]));
+  for (const row of held) {
+    row.reason = reason('identity_taken_by', { ownerName: names.get(row.heldBy!) ?? '' });
+    row.contactId = row.heldBy!;
   }
 }
