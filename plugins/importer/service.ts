@@ -93,19 +93,14 @@ function parserRefusal(ctx: Context, error: unknown): unknown {
 export async function uploadImport(ctx: Context, file: UploadedFile): Promise<ImportView> {
   signedIn(ctx);
   if (file.size > FILE_MAX_BYTES) throw refuse('file_too_large', { maxBytes: FILE_MAX_BYTES });
-  // The file's bytes as they are, not a copy: some Files answer `arrayBuffer()` with a
-  // Buffer, which `new Uint8Array(…)` would copy whole. Only a view on part of a larger
-  // buffer (a small file in Node's pool) is copied: the worker is sent the whole buffer.
-  const data: ArrayBuffer | Uint8Array = await file.arrayBuffer();
-  const bytes =
-    !ArrayBuffer.isView(data) || data.byteLength === data.buffer.byteLength
-      ? new Uint8Array(ArrayBuffer.isView(data) ? data.buffer : data)
-      : new Uint8Array(data); // a copy, of its own buffer
+  // The file's bytes stream to the worker as the pipe takes them (its `input.bytes`): the
+  // serving process holds no copy of the whole file beside the upload's own parts.
   const answers = streamInWorker<ParserAnswer>(
     ctx,
     PARSER,
-    { bytes, limits: PARSE_LIMITS },
+    { limits: PARSE_LIMITS },
     WORKER_LIMITS,
+    { key: 'bytes', file },
   );
   try {
     return await stage(ctx, file, answers);
