@@ -11,7 +11,7 @@ import {
   type ExportField,
   type WritableField,
 } from '../../src/plugin-sdk/index.js';
-import { checkValues, selectValues } from './values.js';
+import { checkValues, fieldsByName, selectValues } from './values.js';
 import { contactFieldEntries, type FieldDefinition } from './tables.js';
 
 /** A live field as an export lists it: every kind, the repeater included. */
@@ -60,10 +60,12 @@ export function checkCells(
   fields: readonly WritableField[],
   cells: Readonly<Record<string, string>>,
 ): CheckedFieldValues | AppError {
-  const kinds = new Map(fields.map((field) => [field.name, field.kind]));
-  const values = Object.fromEntries(
-    Object.entries(cells).map(([name, text]) => [name, cellValue(kinds.get(name) ?? '', text)]),
-  );
+  const byName = fieldsByName(fields);
+  // No prototype: a field's name is only ever a key here.
+  const values = Object.create(null) as Record<string, unknown>;
+  for (const name of Object.keys(cells)) {
+    values[name] = cellValue(byName.get(name)?.field.kind ?? '', cells[name]!);
+  }
   return checkValues(fields, values);
 }
 

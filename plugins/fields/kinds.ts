@@ -102,7 +102,8 @@ export function judgeValue(spec: KindSpec, raw: unknown): Judged {
 function judgeText(raw: unknown, max: number, lines: boolean): Judged {
   if (typeof raw !== 'string') return mismatch;
   const text = raw.trim();
-  if ([...text].length > max) return mismatch;
+  // Characters counted only when the UTF-16 length could pass the cap (no array a value).
+  if (text.length > max && [...text].length > max) return mismatch;
   // A single-line text keeps no line break (a long text does).
   if (!lines && /[\r\n]/.test(text)) return mismatch;
   return ok(text);

@@ -17,7 +17,7 @@ import {
   type WritableField,
 } from '../../src/plugin-sdk/index.js';
 import { liveDefinitions } from './definitions.js';
-import { judgeValue, subFieldSpec, type Kind } from './kinds.js';
+import { judgeValue, subFieldSpec, type Kind, type KindSpec } from './kinds.js';
 import {
   contactFieldEntries,
   contactFieldValues,
@@ -50,33 +50,59 @@ export function writableField(definition: FieldDefinition): WritableField {
   };
 }
 
+type CheckableField = WritableField & { repeater?: boolean };
+
+/**
+ * Each list of fields checked against, by name with its kind's spec: made once per list,
+ * not once per values object (an import checks 50,000 rows against one list).
+ */
+const specsOf = new WeakMap<
+  readonly CheckableField[],
+  Map<string, { field: CheckableField; spec: KindSpec }>
+>();
+
+/** `fields` by name, each beside the spec its values are judged by. */
+export function fieldsByName(fields: readonly CheckableField[]) {
+  let byName = specsOf.get(fields);
+  if (!byName) {
+    byName = new Map(
+      fields.map((field) => [
+        field.name,
+        {
+          field,
+          spec: {
+            kind: field.kind as Kind,
+            ...(field.options ? { options: field.options } : {}),
+            ...(field.currency ? { currency: field.currency } : {}),
+          },
+        },
+      ]),
+    );
+    specsOf.set(fields, byName);
+  }
+  return byName;
+}
+
 /**
  * Judges a values object against the live fields (repeaters among them, to refuse them
  * by name): the stored forms, or the refusal. Nothing is written.
  */
 export function checkValues(
-  fields: readonly (WritableField & { repeater?: boolean })[],
+  fields: readonly CheckableField[],
   values: unknown,
 ): CheckedFieldValues | AppError {
   if (!isPlainObject(values)) return refuse('values_not_an_object');
-  const byName = new Map(fields.map((field) => [field.name, field]));
+  const byName = fieldsByName(fields);
   const names = Object.keys(values);
   const unknown = names.filter((name) => !byName.has(name));
   if (unknown.length > 0)
     return refuse('field_unknown', { fields: unknown.slice(0, NAMES_LISTED) });
-  const repeater = names.find((name) => byName.get(name)!.repeater);
+  const repeater = names.find((name) => byName.get(name)!.field.repeater);
   if (repeater) return refuse('field_repeater_entries_only', { field: repeater });
   const checked: { field: WritableField; value: unknown }[] = [];
   for (const name of names) {
-    const field = byName.get(name)!;
-    const judged = judgeValue(
-      {
-        kind: field.kind as Kind,
-        ...(field.options ? { options: field.options } : {}),
-        ...(field.currency ? { currency: field.currency } : {}),
-      },
-      values[name],
-    );
+    const { field, spec } = byName.get(name)!;
+    const judged = judgeValue(spec, values[name]);
     if (!judged.ok) return refuse('value_kind_mismatch', { field: name, kind: field.kind });
     checked.push({ field, value: judged.value });
   }

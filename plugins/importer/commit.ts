@@ -131,9 +131,9 @@ export type ExistingContacts = 'skip' | 'merge';
 export type RowOutcome = 'create' | 'merge' | 'skip';
 
 /**
- * A row of the file that creates a contact, as later rows of the file see it: its line,
- * its name, and the id its contact is given. Kept per address it claims, in place of the
- * row itself, so judging holds one batch of rows at a time.
+ * A row of the file that creates a contact, as later merging rows see it: its line, its
+ * name, and the id its contact is given. Kept per address it claims, in place of the row
+ * itself, so judging holds one batch of rows at a time.
  */
 interface FileContact {
   line: number;
@@ -155,10 +155,10 @@ interface Judged {
   contact?: NewContact;
   /** The row's custom field values as checked when judged (written as they are). */
   checked?: CheckedFieldValues;
-  /** For a row creating a contact: what later rows see of it. */
+  /** For a row creating a contact (merge): what later rows see of it. */
   creates?: FileContact;
-  /** For `identity_taken`: the earlier row of the file that holds the address. */
-  heldBy?: FileContact;
+  /** For `identity_taken`: the contact the earlier row of the file holding the address creates. */
+  heldBy?: string;
   /** For a merge: the contact it goes into, and the identities of the row it adds. */
   mergeInto?: MergeTarget;
   adds?: NewContact['identities'][number][];
@@ -178,24 +178,40 @@ const reason = (code: RowReasonCode, meta: Record<string, unknown> = {}): RowRea
  * the contacts the commit writes (the file's own are judged by what it claims).
  */
 class RowJudge {
-  /** skip: the first row of the file holding each address (null: one that creates nothing). */
-  private readonly inFile = new Map<string, FileContact | null>();
+  /**
+   * skip: per channel, each address's first row of the file as the id of the contact it
+   * creates (null: a row that creates nothing). An id is all that is kept an address, the
+   * largest part of what judging holds: a commit reads back the name of a contact it
+   * names (`heldInFile`).
+   */
+  private readonly inFile = new Map<string, Map<string, string | null>>();
   /** merge: the workspace's contacts met so far, and the target each address claims. */
   private readonly existing = new Map<string, MergeTarget>();
   private readonly claimed = new Map<string, MergeTarget>();
   /** merge: how many identities each target holds, counting what rows add to it. */
   private readonly held = new Map<MergeTarget, number>();
   private readonly fieldService = findService('fields');
+  /** Each column's target, read once: the name, an address's channel, a field's name. */
+  private readonly targets: readonly ({ to: 'name' | 'identity' | 'field'; name: string } | null)[];
 
   constructor(
     private readonly lookup: Db,
     private readonly workspaceId: string,
-    private readonly mapping: readonly (string | null)[],
+    mapping: readonly (string | null)[],
     private readonly fields: readonly WritableField[],
     private readonly mode: ExistingContacts,
-  ) {}
+  ) {
+    this.targets = mapping.map((target) => {
+      if (!target) return null;
+      if (target === 'name') return { to: 'name', name: '' };
+      if (target.startsWith('identity:')) {
+        return { to: 'identity', name: target.slice('identity:'.length) };
+      }
+      return { to: 'field', name: target.slice('field:'.length) };
+    });
+  }
 
-  async judge(rows: readonly ImportRow[]): Promise<Judged[]> {
+  async judge(rows: readonly StagedRow[]): Promise<Judged[]> {
     const judged = rows.map((row) => this.alone(row));
     const candidates = judged.filter((row) => row.contact);
     const keys = (row: Judged) => row.contact!.identities.map(identityKey);
@@ -215,7 +231,7 @@ class RowJudge {
   }
 
   /** A row judged on its own cells: a blocking reason, or the contact and values. */
-  private alone(row: ImportRow): Judged {
+  private alone(row: StagedRow): Judged {
     // A legacy text reason blocks as any other reason of its time did.
     const stored =
       typeof row.reason === 'string' ? reason('legacy_text', { text: row.reason }) : row.reason;
@@ -223,19 +239,22 @@ class RowJudge {
     if (structural || row.cells.length === 0) {
       return skipped(row.line, structural ?? reason('row_malformed'));
     }
-    const cell = (i: number) => (row.cells[i] ?? '').trim();
     let name = '';
     const identities: { channel: string; identifier: string }[] = [];
-    const values: Record<string, string> = {};
-    this.mapping.forEach((target, i) => {
-      if (!target || cell(i) === '') return;
-      if (target === 'name') name = cell(i);
-      else if (target.startsWith('identity:')) {
+    let values: Record<string, string> | null = null;
+    for (let i = 0; i < this.targets.length; i += 1) {
+      const target = this.targets[i];
+      if (!target) continue;
+      const cell = (row.cells[i] ?? '').trim();
+      if (cell === '') continue;
+      if (target.to === 'name') name = cell;
+      else if (target.to === 'identity') {
         // Several addresses of a channel share a cell as a list (`a; b`), as an export writes them.
-        const channel = target.slice('identity:'.length);
-        for (const identifier of splitListCell(cell(i))) identities.push({ channel, identifier });
-      } else values[target.slice('field:'.length)] = cell(i);
-    });
+        for (const identifier of splitListCell(cell)) {
+          identities.push({ channel: target.name, identifier });
+        }
+      } else (values ??= Object.create(null) as Record<string, string>)[target.name] = cell;
+    }
     if (name === '' || identities.length === 0) {
       return skipped(row.line, reason('row_incomplete'));
     }
@@ -244,7 +263,7 @@ class RowJudge {
       return skipped(row.line, reason('contact_details_invalid'));
     }
     let checked: CheckedFieldValues | undefined;
-    if (this.fieldService && Object.keys(values).length > 0) {
+    if (this.fieldService && values) {
       const result = checkCells(this.fieldService, this.fields, values);
       const fieldReason = valuesReason(result);
       if (fieldReason) return skipped(row.line, fieldReason);
@@ -270,8 +289,13 @@ class RowJudge {
    * `identity_taken_by`, one holding an address an earlier row holds as `identity_taken`.
    */
   private skip(row: Judged, keys: readonly string[], holders: Holders): void {
+    const identities = row.contact!.identities;
     const holder = keys.map((key) => holders.get(key)).find(Boolean);
-    const earlier = keys.map((key) => this.inFile.get(key)).find((seen) => seen !== undefined);
+    let earlier: string | null | undefined;
+    for (const { channel, identifierKey } of identities) {
+      earlier = this.inFile.get(channel)?.get(identifierKey);
+      if (earlier !== undefined) break;
+    }
     if (holder) {
       Object.assign(row, {
         reason: reason('identity_taken_by', { ownerName: holder.contactName }),
@@ -285,7 +309,7 @@ class RowJudge {
       Object.assign(row, {
         reason: reason('identity_taken'),
         // The earlier row's contact, once a commit creates it, holds the address.
-        contactId: earlier?.contactId ?? null,
+        contactId: earlier,
         planned: earlier !== null,
         contact: undefined,
         checked: undefined,
@@ -293,8 +317,12 @@ class RowJudge {
       });
       if (earlier) row.heldBy = earlier;
     }
-    const seen = row.contact ? this.creating(row) : null;
-    for (const key of keys) if (!this.inFile.has(key)) this.inFile.set(key, seen);
+    const seen = row.contact ? row.contactId : null;
+    for (const { channel, identifierKey } of identities) {
+      let addresses = this.inFile.get(channel);
+      if (!addresses) this.inFile.set(channel, (addresses = new Map()));
+      if (!addresses.has(identifierKey)) addresses.set(identifierKey, seen);
+    }
   }
 
   /** What later rows see of a row creating a contact. */
@@ -410,12 +438,25 @@ function valuesReason(checked: unknown): RowReason {
   return reason('field_text_refused');
 }
 
+/** What judging reads of a staged row (not its workspace and import: known). */
+type StagedRow = Pick<
+  ImportRow,
+  'line' | 'cells' | 'reason' | 'contactId' | 'contactPlanned' | 'outcome'
+>;
+
 /** The import's staged rows in file order, a batch at a time (the next read once asked). */
-async function* stagedBatches(db: Db, job: Import): AsyncGenerator<ImportRow[]> {
+async function* stagedBatches(db: Db, job: Import): AsyncGenerator<StagedRow[]> {
   let after = 0;
   for (;;) {
     const rows = await db
-      .select()
+      .select({
+        line: importRows.line,
+        cells: importRows.cells,
+        reason: importRows.reason,
+        contactId: importRows.contactId,
+        contactPlanned: importRows.contactPlanned,
+        outcome: importRows.outcome,
+      })
       .from(importRows)
       .where(
         and(
@@ -475,7 +516,7 @@ function canonical(value: unknown): string {
 }
 
 /** Whether the commit's judgement of a row differs from what the row stores. */
-function changed(stored: ImportRow, judged: Judged): boolean {
+function changed(stored: StagedRow, judged: Judged): boolean {
   return (
     stored.outcome !== judged.outcome ||
     (stored.contactId ?? null) !== judged.contactId ||
@@ -587,9 +628,13 @@ export async function commitImport(ctx: Context, id: string): Promise<ImportView
       for await (const staged of stagedBatches(db, job)) {
         const batch = await judge.judge(staged);
         await stored;
-        created += await createRows(tx, write, batch);
-        merged += await mergeRows(tx, write, batch);
-        heldInFile(batch);
+        const creating = batch.filter((row) => row.contact);
+        const merging = batch.filter((row) => row.outcome === 'merge');
+        await createRows(tx, write, creating);
+        await mergeRows(tx, write, merging);
+        created += creating.length;
+        merged += merging.length;
+        await heldInFile(tx, workspaceId, batch);
         const moved = batch.filter((row, i) => changed(staged[i]!, row));
         if (moved.length > 0) {
           stored = storeReasons(tx, job, moved);
@@ -656,9 +701,9 @@ function checkedValues(rows: readonly Judged[]) {
     .map((row) => ({ contactId: row.contactId!, checked: row.checked! }));
 }
 
-/** Creates the contacts of the batch's rows that create one; answers how many. */
-async function createRows(tx: Db, write: Write, batch: readonly Judged[]): Promise<number> {
-  const importable = batch.filter((row) => row.contact);
+/** Creates the contacts of `importable`, rows of a batch that each create one. */
+async function createRows(tx: Db, write: Write, importable: readonly Judged[]): Promise<void> {
+  if (importable.length === 0) return;
   // Each with the id judging gave it (the mapping's, when it stands).
   await createContactsIn(
     tx,
@@ -676,17 +721,14 @@ async function createRows(tx: Db, write: Write, batch: readonly Judged[]): Promi
       fresh: true,
     });
   }
-  return importable.length;
 }
 
 /**
- * Merges the batch's merging rows into their contacts (an earlier row's is created by
+ * Merges `merging`, rows of a batch, into their contacts (an earlier row's is created by
  * now): the addresses nobody held added, the values filled where the contact has none.
- * Answers how many rows merged.
  */
-async function mergeRows(tx: Db, write: Write, batch: readonly Judged[]): Promise<number> {
-  const merging = batch.filter((row) => row.outcome === 'merge');
-  if (merging.length === 0) return 0;
+async function mergeRows(tx: Db, write: Write, merging: readonly Judged[]): Promise<void> {
+  if (merging.length === 0) return;
   // Judged before this point: a contact erased since then is refused, not a foreign-key error.
   await lockContactsIn(
     tx,
@@ -709,7 +751,6 @@ async function mergeRows(tx: Db, write: Write, batch: readonly Judged[]): Promis
       event: false,
     });
   }
-  return merging.length;
 }
 
 /** The import locked for the transaction, or lock_not_available at once if it is locked. */
@@ -728,11 +769,19 @@ async function lockImportNow(tx: Db, workspaceId: string, id: string): Promise<I
  * commit created: they name it (`identity_taken_by`, its contactId) as a row held by a
  * contact already in the workspace does.
  */
-function heldInFile(batch: readonly Judged[]): void {
-  for (const row of batch) {
-    const holder = row.heldBy;
-    if (!holder) continue;
-    row.reason = reason('identity_taken_by', { ownerName: holder.name });
-    row.contactId = holder.contactId;
+async function heldInFile(tx: Db, workspaceId: string, batch: readonly Judged[]): Promise<void> {
+  const held = batch.filter((row) => row.heldBy);
+  if (held.length === 0) return;
+  // Created in this transaction by now (this batch's, or an earlier one's): their names are
+  // read back rather than held for every row of the file while judging.
+  const ids = [...new Set(held.map((row) => row.heldBy!))];
+  const named = await tx.execute<{ id: string; name: string }>(sql`
+    select id, name from contacts
+    where workspace_id = ${workspaceId}
+      and id in (select (jsonb_array_elements_text(${JSON.stringify(ids)}::jsonb))::uuid)`);
+  const names = new Map(named.map((contact) => [contact.id, contact.name]));
+  for (const row of held) {
+    row.reason = reason('identity_taken_by', { ownerName: names.get(row.heldBy!) ?? '' });
+    row.contactId = row.heldBy!;
   }
 }

@@ -93,12 +93,14 @@ function parserRefusal(ctx: Context, error: unknown): unknown {
 export async function uploadImport(ctx: Context, file: UploadedFile): Promise<ImportView> {
   signedIn(ctx);
   if (file.size > FILE_MAX_BYTES) throw refuse('file_too_large', { maxBytes: FILE_MAX_BYTES });
-  const bytes = new Uint8Array(await file.arrayBuffer());
+  // The file's bytes stream to the worker as the pipe takes them (its `input.bytes`): the
+  // serving process holds no copy of the whole file beside the upload's own parts.
   const answers = streamInWorker<ParserAnswer>(
     ctx,
     PARSER,
-    { bytes, limits: PARSE_LIMITS },
+    { limits: PARSE_LIMITS },
     WORKER_LIMITS,
+    { key: 'bytes', file },
   );
   try {
     return await stage(ctx, file, answers);

@@ -147,12 +147,14 @@ export { pageSize } from '../paging/index.js';
  * Untrusted input parsed off the serving process: a JavaScript module's default export run
  * in a worker process under memory, time and answer limits, counted against the process's
  * and the workspace's worker bounds (an uploaded spreadsheet; docs/plugins.md); with
- * `streamInWorker`, its answer read back one batch at a time.
+ * `streamInWorker`, its answer read back one batch at a time (and a file's bytes, an
+ * attachment, streamed to it rather than copied whole).
  */
 export {
   runInWorker,
   streamInWorker,
   WorkerLimitError,
+  type WorkerAttachment,
   type WorkerLimits,
   type WorkerFailure,
 } from '../workers/run.js';

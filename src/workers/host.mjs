@@ -1,7 +1,8 @@
 // The entry of a worker process (src/workers/run.ts starts it). Everything crossing between
 // the two is a frame: a 4-byte big-endian length, then that many bytes of a v8-serialized
-// value. It reads one frame from stdin, `{ file, input, batches }`, and runs `file`'s
-// default export on the input. Without `batches` it writes the answer to fd 3 as one frame.
+// value. It reads one frame from stdin, `{ file, input, batches, attach }` (with `attach`,
+// then `attach.bytes` raw bytes, set as `input[attach.key]`), and runs `file`'s default
+// export on the input. Without `batches` it writes the answer to fd 3 as one frame.
 // With `batches` the export answers an iterator (a generator, sync or async): each time the
 // parent asks, with one byte on stdin, the next value is taken from it and written as one
 // frame, and once it is done an empty frame; nothing is written unasked, so the parent
@@ -16,13 +17,18 @@ let pending = Buffer.alloc(0);
 
 /** The next `bytes` bytes of stdin, or null once the parent closed it. */
 async function take(bytes) {
-  while (pending.length < bytes) {
+  // Chunks gathered and joined once: a file of megabytes comes in many.
+  const chunks = [pending];
+  let held = pending.length;
+  while (held < bytes) {
     const { value, done } = await stdin.next();
     if (done) return null;
-    pending = pending.length === 0 ? value : Buffer.concat([pending, value]);
+    chunks.push(value);
+    held += value.length;
   }
-  const taken = pending.subarray(0, bytes);
-  pending = pending.subarray(bytes);
+  const all = chunks.length === 1 ? pending : Buffer.concat(chunks, held);
+  const taken = all.subarray(0, bytes);
+  pending = all.subarray(bytes);
   return taken;
 }
 
@@ -40,7 +46,13 @@ function send(body) {
 
 const length = await take(4);
 if (!length) process.exit(0);
-const { file, input, batches } = deserialize(await take(length.readUInt32BE(0)));
+const { file, input, batches, attach } = deserialize(await take(length.readUInt32BE(0)));
+// Bytes the parent streams after the first frame, raw (a file it never copied whole).
+if (attach) {
+  const bytes = await take(attach.bytes);
+  if (!bytes) process.exit(0);
+  input[attach.key] = bytes;
+}
 
 const work = (await import(file)).default;
 if (typeof work !== 'function') throw new TypeError(`${file} has no default export to run`);

@@ -55,6 +55,16 @@ export interface WorkerLimits {
   maxBatchBytes?: number;
 }
 
+/**
+ * Bytes a worker's input takes from a file as it is sent, never copied whole into the
+ * serving process's memory: the worker's export finds them in `input[key]` (a Buffer).
+ * `file` must yield exactly `size` bytes; one that yields fewer or more fails the worker.
+ */
+export interface WorkerAttachment {
+  key: string;
+  file: { size: number; stream(): ReadableStream<Uint8Array> };
+}
+
 /** The process's bounds on workers (SVC_WORKERS…), `Config['workers']`. */
 export interface WorkerSettings {
   /** Workers running at once in this process. */
@@ -90,11 +100,11 @@ async function residentBytes(pid: number): Promise<number | null> {
   }
 }
 
-/** `body` as a frame: its length, then its bytes. */
-function frame(body: Buffer): Buffer {
+/** The head of a frame of `body`: its length. */
+function frameHead(body: Buffer): Buffer {
   const head = Buffer.alloc(FRAME_HEAD);
   head.writeUInt32BE(body.length);
-  return Buffer.concat([head, body]);
+  return head;
 }
 
 /**
@@ -141,6 +151,7 @@ class IsolatedWorker<O> {
     private readonly limits: WorkerLimits,
     private readonly batches: boolean,
     private readonly signal?: AbortSignal,
+    attachment?: WorkerAttachment,
   ) {
     signal?.throwIfAborted();
     this.maxFrame = Math.min(limits.maxBatchBytes ?? Infinity, limits.maxAnswerBytes);
@@ -170,10 +181,17 @@ class IsolatedWorker<O> {
       if (workerOnline.hasSubscribers) workerOnline.publish({ file: file.href });
     });
     child.stdin!.on('error', () => {}); // a child that dies early closes its stdin
-    const start = frame(serialize({ file: file.href, input, batches }));
-    // The first frame (the answer, or the first batch) is asked for at once.
-    if (batches) child.stdin!.write(Buffer.concat([start, ASK]));
-    else child.stdin!.end(start);
+    const attach = attachment && { key: attachment.key, bytes: attachment.file.size };
+    const start = serialize({ file: file.href, input, batches, attach });
+    // Written as it is, the head before it, never copied into one buffer: the input may be
+    // a file of megabytes, and each copy was one more of it held while the worker starts.
+    child.stdin!.write(frameHead(start));
+    child.stdin!.write(start);
+    // The first frame (the answer, or the first batch) is asked for at once, after the
+    // attached bytes if there are any.
+    if (attachment) void this.send(attachment.file);
+    else if (batches) child.stdin!.write(ASK);
+    else child.stdin!.end();
     this.timer.left = limits.timeoutMs;
     this.ask(false);
     child.stderr!.on('data', (chunk: Buffer) => {
@@ -212,6 +230,46 @@ class IsolatedWorker<O> {
   close(): void {
     this.finished = true;
     this.end();
+  }
+
+  /**
+   * Streams an attachment's bytes to the worker, as the pipe takes them, then asks for the
+   * first frame. A file yielding more bytes than it said is cut there; one yielding fewer
+   * leaves the worker's input short (stdin closed), which fails it.
+   */
+  private async send(file: WorkerAttachment['file']): Promise<void> {
+    const stdin = this.child.stdin!;
+    let left = file.size;
+    const reader = file.stream().getReader();
+    try {
+      for (;;) {
+        const { value: chunk, done } = await reader.read();
+        if (done) break;
+        if (this.ended || this.finished || left === 0) {
+          void reader.cancel().catch(() => {});
+          break;
+        }
+        const part = chunk.byteLength > left ? chunk.subarray(0, left) : chunk;
+        left -= part.byteLength;
+        if (!stdin.write(part)) {
+          await new Promise<void>((resolve) => {
+            const go = () => {
+              stdin.off('drain', go);
+              stdin.off('close', go);
+              resolve();
+            };
+            stdin.once('drain', go);
+            stdin.once('close', go);
+          });
+        }
+      }
+    } catch {
+      left = Math.max(left, 1); // unreadable: the worker's input stays short
+    }
+    if (this.ended || this.finished) return;
+    if (left > 0) stdin.end();
+    else if (this.batches) stdin.write(ASK);
+    else stdin.end();
   }
 
   /** Asks for a frame (`send`: over stdin, after the first) and runs the worker's clock. */
@@ -336,8 +394,9 @@ export async function* streamIsolated<O>(
   input: unknown,
   limits: WorkerLimits,
   signal?: AbortSignal,
+  attachment?: WorkerAttachment,
 ): AsyncGenerator<O, void, undefined> {
-  const worker = new IsolatedWorker<O>(file, input, limits, true, signal);
+  const worker = new IsolatedWorker<O>(file, input, limits, true, signal, attachment);
   try {
     for (;;) {
       const batch = await worker.next();
@@ -410,13 +469,20 @@ export class WorkerPool {
     input: unknown,
     limits: WorkerLimits,
     signal?: AbortSignal,
+    attachment?: WorkerAttachment,
   ): AsyncGenerator<O, void, undefined> {
     const release = await this.take(key, signal);
     const memoryMb = Math.min(limits.maxMemoryMb, this.settings.memoryMaxBytes / MIB);
     const done = countRun(file);
     let outcome = 'stopped';
     try {
-      yield* streamIsolated<O>(file, input, { ...limits, maxMemoryMb: memoryMb }, signal);
+      yield* streamIsolated<O>(
+        file,
+        input,
+        { ...limits, maxMemoryMb: memoryMb },
+        signal,
+        attachment,
+      );
       outcome = 'ok';
     } catch (error) {
       if (error instanceof WorkerLimitError) outcome = error.failure;
@@ -569,7 +635,8 @@ export function streamInWorker<O>(
   file: URL,
   input: unknown,
   limits: WorkerLimits,
+  attachment?: WorkerAttachment,
 ): AsyncGenerator<O, void, undefined> {
   const key = ctx.workspaceId ?? 'anonymous';
-  return workerPool(ctx.config).stream<O>(key, file, input, limits, ctx.signal);
+  return workerPool(ctx.config).stream<O>(key, file, input, limits, ctx.signal, attachment);
 }

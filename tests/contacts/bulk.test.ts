@@ -99,6 +99,31 @@ describe('createContactsIn', () => {
     expect(body).toEqual({ data: { contact: { name: 'Ada' } } });
   });
 
+  test('stamps identities a microsecond apart in input order, across milliseconds', async () => {
+    const { workspaceId } = await freshWorkspaceHeaders(svc);
+    // 2,500 identities span three milliseconds of stamps (each millisecond's text is shared).
+    const given = Array.from({ length: 1_250 }, (_, i) => {
+      const contact = prepareContact({
+        name: `C${i}`,
+        identities: [
+          { channel: 'email', identifier: `c${i}@example.com` },
+          { channel: 'phone', identifier: `+44 20 7946 ${String(i).padStart(4, '0')}` },
+        ],
+      });
+      if (contact instanceof AppError) throw contact;
+      return contact;
+    });
+    await db.transaction((tx) => createContactsIn(tx, workspaceId, given));
+    const stamped = await svc.db.database.sql<{ identifier: string; step: string | null }[]>`
+      select identifier,
+        (created_at - lag(created_at) over (order by created_at))::text as step
+      from contact_identities where workspace_id = ${workspaceId} order by created_at`;
+    expect(stamped.map((row) => row.identifier)).toEqual(
+      given.flatMap((contact) => contact.identities.map((identity) => identity.identifier)),
+    );
+    expect(new Set(stamped.slice(1).map((row) => row.step))).toEqual(new Set(['00:00:00.000001']));
+  });
+
   test('an id count that does not match the contacts is refused before anything is written', async () => {
     const { workspaceId } = await freshWorkspaceHeaders(svc);
     const contact = prepareContact({

@@ -196,6 +196,32 @@ describe('streamIsolated: an answer in batches', () => {
     });
   });
 
+  test('an attachment streams to the worker as its input, exactly the size it says', async () => {
+    const bytes = Buffer.alloc(3 * 1024 * 1024 + 5, 7);
+    const attached = (file: { size: number; stream(): ReadableStream<Uint8Array> }) =>
+      streamIsolated<Batch & { attached?: { length: number; sum: number } }>(
+        batches,
+        { count: 2 },
+        limits,
+        undefined,
+        { key: 'data', file },
+      );
+    const all = async (file: Parameters<typeof attached>[0]) => {
+      const seen = [];
+      for await (const batch of attached(file)) seen.push(batch.attached);
+      return seen;
+    };
+    const seen = await all(new Blob([bytes]));
+    const whole = { length: bytes.length, sum: bytes.length * 7 };
+    expect(seen).toEqual([whole, whole]);
+    // A file yielding more than its size is cut at it.
+    const longer = { size: 10, stream: () => new Blob([bytes]).stream() };
+    expect((await all(longer))[0]).toEqual({ length: 10, sum: 70 });
+    // One yielding less leaves the worker's input short: it fails, never waits.
+    const shorter = { size: bytes.length + 1, stream: () => new Blob([bytes]).stream() };
+    await expect(all(shorter)).rejects.toThrow(WorkerLimitError);
+  });
+
   test('a worker writing more than it was asked for is stopped', async () => {
     expect(await batchesOf({ count: 3, unasked: true })).toEqual({ taken: [], failure: 'answer' });
   });

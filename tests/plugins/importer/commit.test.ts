@@ -341,6 +341,83 @@ describe('importCommit', () => {
     expect(await read('create')).toEqual([]);
   });
 
+  /** 4,500 rows (three batches of the commit), each its own address unless `email` says. */
+  function manyRows(email: (i: number) => string = (i) => `p${i}@example.com`): string {
+    const lines = ['name,email,phone,tier'];
+    for (let i = 0; i < 4_500; i += 1) lines.push(`P${i},${email(i)},,`);
+    return lines.join('\n');
+  }
+
+  /** The stored row at `line` of the import (read beside the graph, which pages rows). */
+  async function storedRow(workspaceId: string, id: string, line: number) {
+    const [row] = await svc.db.database.sql<
+      { reason: { code: string; meta: Record<string, unknown> } | null; contactId: string | null }[]
+    >`select reason, contact_id as "contactId" from import_rows
+      where workspace_id = ${workspaceId} and import_id = ${id} and line = ${line}`;
+    return row!;
+  }
+
+  test('a commit of several batches names holders of later batches’ rows, and an address taken since the mapping', async () => {
+    const { headers, workspaceId } = await workspace();
+    // Line 3,000 (the second batch) repeats line 2's address; line 4,400 (the third) takes
+    // an address a contact created after the mapping holds.
+    const id = await stage(
+      manyRows((i) =>
+        i === 2_998 ? 'p0@example.com' : i === 4_398 ? 'late@example.com' : `p${i}@example.com`,
+      ),
+      headers,
+    );
+    dataOf(await map(id, headers), 'importSetMapping');
+    const late = await createContactVia(
+      svc,
+      'Late',
+      [{ channel: 'email', identifier: 'late@example.com' }],
+      headers,
+    );
+    const done = dataOf((await svc.graph(COMMIT, { id }, headers)).body, 'importCommit');
+    expect(done).toMatchObject({ state: 'committed', createdCount: 4_498, skippedCount: 2 });
+    const first = await storedRow(workspaceId, id, 2);
+    expect(await storedRow(workspaceId, id, 3_000)).toEqual({
+      reason: { code: 'identity_taken_by', meta: { ownerName: 'P0' } },
+      contactId: first.contactId,
+    });
+    expect(await storedRow(workspaceId, id, 4_400)).toEqual({
+      reason: { code: 'identity_taken_by', meta: { ownerName: 'Late' } },
+      contactId: late.id,
+    });
+    const [count] = await svc.db.database.sql<{ n: number; identities: number }[]>`
+      select count(*)::int as n,
+        (select count(*)::int from contact_identities where workspace_id = ${workspaceId})
+          as identities
+      from contacts where workspace_id = ${workspaceId}`;
+    expect(count).toEqual({ n: 4_499, identities: 4_499 });
+  });
+
+  test('an address taken while a commit of several batches waits to write refuses it whole; it commits after', async () => {
+    const { headers, workspaceId } = await workspace();
+    const id = await stage(manyRows(), headers);
+    dataOf(await map(id, headers), 'importSetMapping');
+    const lock = holdTable(svc, 'contacts');
+    const tx = await lock.held;
+    const commit = svc.graph(COMMIT, { id }, headers);
+    // The first batch waits to be written, judged already: p1 was free.
+    await waiterOn(svc, 'contacts');
+    const [late] = await tx<{ id: string }[]>`
+      insert into contacts (workspace_id, name) values (${workspaceId}, 'Late') returning id`;
+    await tx`
+      insert into contact_identities (workspace_id, contact_id, channel, identifier, identifier_key)
+      values (${workspaceId}, ${late!.id}, 'email', 'p1@example.com', 'p1@example.com')`;
+    await lock.release();
+    expectReason((await commit).body, 'CONFLICT', 'identity_taken', { ownerContactId: late!.id });
+    const [count] = await svc.db.database.sql<{ n: number }[]>`
+      select count(*)::int as n from contacts where workspace_id = ${workspaceId}`;
+    expect(count!.n).toBe(1);
+    // Committed again, the row whose address was taken is left out, naming its holder.
+    const done = dataOf((await svc.graph(COMMIT, { id }, headers)).body, 'importCommit');
+    expect(done).toMatchObject({ state: 'committed', createdCount: 4_499, skippedCount: 1 });
+    expect((await storedRow(workspaceId, id, 3)).contactId).toBe(late!.id);
+  });
+
   test('a row refused identity_taken_by at commit names its holder’s contact', async () => {
     const { headers } = await workspace();
     const id = await stage('name,email,phone,tier\nAda,ada@example.com,,\n', headers);
