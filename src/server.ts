@@ -113,7 +113,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
   let cacheChanges: { unlisten(): Promise<void> } | undefined;
   let credentials: HeldCredentials | undefined;
   // Before the graph is built: its plugins and the gate's spans ask whether it is on.
-  const tracing = config.tracing ? startTracing(config.tracing, log) : null;
+  const tracing = config.tracing ? await startTracing(config.tracing, log) : null;
   try {
     const plugins = await loadPlugins(options.plugins);
     const migrationSets = await migrateOnce(options.databaseUrl, plugins, log);

@@ -24,10 +24,8 @@ import type { JsonMediaType, JsonOperation } from './json-operation.js';
 import { useIntrospectionGate } from './introspection.js';
 import { useSuggestionGate } from './suggestions.js';
 import { yogaLogger } from './yoga-log.js';
-import { useOpenTelemetry } from '@envelop/opentelemetry';
-import { SpanKind } from '@opentelemetry/api';
 import { operationRecorder, useOperationObserver, type OperationRecorder } from './observe.js';
-import { tracerProvider } from '../tracing/tracing.js';
+import { operationSpansPlugin } from '../tracing/tracing.js';
 import { useResolverSpans } from '../tracing/statements.js';
 import {
   useSingleConnectionSse,
@@ -201,23 +199,11 @@ function yogaOptions(
 }
 
 /**
- * With tracing on: envelop's OpenTelemetry plugin makes each operation's span (named by
- * its type and name, the document as an attribute unless it carries inline values), and
- * resolvers get a span once they run a statement (src/tracing/statements.ts). The
- * plugin's own resolver spans are left off: they record every resolver's arguments
- * (a password among them) and never end a resolver's span that failed.
+ * With tracing on: envelop's OpenTelemetry plugin makes each operation's span
+ * (src/tracing/tracing.ts loads it with the SDK), and resolvers get a span once they run a
+ * statement (src/tracing/statements.ts).
  */
 function tracingPlugins() {
-  const provider = tracerProvider();
-  if (!provider) return [];
-  return [
-    useOpenTelemetry(
-      { resolvers: false, variables: false, result: false },
-      provider as never,
-      SpanKind.INTERNAL,
-      undefined,
-      'svc',
-    ),
-    useResolverSpans(),
-  ];
+  const operationSpans = operationSpansPlugin();
+  return operationSpans ? [operationSpans, useResolverSpans()] : [];
 }

@@ -15,33 +15,33 @@ import {
   type Span,
   type Tracer,
 } from '@opentelemetry/api';
-import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
-import { W3CTraceContextPropagator } from '@opentelemetry/core';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { resourceFromAttributes } from '@opentelemetry/resources';
-import {
-  AlwaysOffSampler,
-  AlwaysOnSampler,
-  BatchSpanProcessor,
-  ParentBasedSampler,
-  TraceIdRatioBasedSampler,
-  TracerProvider,
-  type Sampler,
-} from '@opentelemetry/sdk-trace';
+import type { Plugin } from 'graphql-yoga';
+import type * as Sdk from '@opentelemetry/sdk-trace';
+import type { Sampler, TracerProvider } from '@opentelemetry/sdk-trace';
 import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
 
 let tracer: Tracer | null = null;
 let provider: TracerProvider | null = null;
+/** envelop's operation-span plugin, loaded with the SDK. */
+let operationSpans: Plugin | null = null;
 
 /** Whether this process exports traces; every hook tests it first. */
 export function tracingOn(): boolean {
   return tracer !== null;
 }
 
-/** The provider while tracing is on (envelop's plugin takes it). */
+/** The provider while tracing is on. */
 export function tracerProvider(): TracerProvider | null {
   return provider;
+}
+
+/**
+ * envelop's OpenTelemetry plugin while tracing is on: each operation's span, named by its
+ * type and name, the document as an attribute unless it carries inline values.
+ */
+export function operationSpansPlugin(): Plugin | null {
+  return operationSpans;
 }
 
 export interface Tracing {
@@ -50,26 +50,59 @@ export interface Tracing {
 }
 
 /**
+ * The SDK, the exporter and envelop's span plugin, loaded only when tracing is turned on:
+ * a process without an endpoint never loads them (about 20 MB of resident memory).
+ */
+async function loadSdk() {
+  // One after another: they share modules, and jest's ESM loader fails to link a module
+  // two dynamic imports reach at once.
+  const hooks = await import('@opentelemetry/context-async-hooks');
+  const core = await import('@opentelemetry/core');
+  const exporter = await import('@opentelemetry/exporter-trace-otlp-http');
+  const resources = await import('@opentelemetry/resources');
+  const sdk = await import('@opentelemetry/sdk-trace');
+  const envelop = await import('@envelop/opentelemetry');
+  return { hooks, core, exporter, resources, sdk, envelop };
+}
+
+/**
  * Turns tracing on for the process (OTel's API is global: one provider at a time). A
  * second service in the same process (tests) shares the first one's; the last shutdown
  * turns it off.
  */
-export function startTracing(settings: NonNullable<Config['tracing']>, log: Logger): Tracing {
+export async function startTracing(
+  settings: NonNullable<Config['tracing']>,
+  log: Logger,
+): Promise<Tracing> {
   users += 1;
-  if (!provider) {
-    provider = new TracerProvider({
-      sampler: samplerOf(settings.sampler),
-      resource: resourceFromAttributes({ 'service.name': settings.serviceName }),
+  const loaded = provider ? null : await loadSdk();
+  if (loaded && !provider) {
+    const { hooks, core, exporter, resources, sdk, envelop } = loaded;
+    provider = new sdk.TracerProvider({
+      sampler: samplerOf(sdk, settings.sampler),
+      resource: resources.resourceFromAttributes({ 'service.name': settings.serviceName }),
       spanProcessors: [
-        new BatchSpanProcessor({
-          exporter: new OTLPTraceExporter({ url: settings.endpoint, headers: settings.headers }),
+        new sdk.BatchSpanProcessor({
+          exporter: new exporter.OTLPTraceExporter({
+            url: settings.endpoint,
+            headers: settings.headers,
+          }),
         }),
       ],
     });
-    context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
-    propagation.setGlobalPropagator(new W3CTraceContextPropagator());
+    context.setGlobalContextManager(new hooks.AsyncLocalStorageContextManager().enable());
+    propagation.setGlobalPropagator(new core.W3CTraceContextPropagator());
     trace.setGlobalTracerProvider(provider);
     tracer = provider.getTracer('svc');
+    // Its resolver spans are left off: they record every resolver's arguments (a password
+    // among them) and never end a resolver's span that failed.
+    operationSpans = envelop.useOpenTelemetry(
+      { resolvers: false, variables: false, result: false },
+      provider as never,
+      SpanKind.INTERNAL,
+      undefined,
+      'svc',
+    ) as Plugin;
     log.info({ endpoint: settings.endpoint }, 'exporting traces');
   }
   let stopped = false;
@@ -82,6 +115,7 @@ export function startTracing(settings: NonNullable<Config['tracing']>, log: Logg
       const ending = provider;
       provider = null;
       tracer = null;
+      operationSpans = null;
       try {
         await ending.shutdown();
       } catch (error) {
@@ -97,13 +131,16 @@ export function startTracing(settings: NonNullable<Config['tracing']>, log: Logg
 let users = 0;
 
 /** The SDK's sampler for OTEL_TRACES_SAMPLER's name. */
-function samplerOf({ name, ratio }: NonNullable<Config['tracing']>['sampler']): Sampler {
+function samplerOf(
+  sdk: typeof Sdk,
+  { name, ratio }: NonNullable<Config['tracing']>['sampler'],
+): Sampler {
   const root = name.endsWith('always_off')
-    ? new AlwaysOffSampler()
+    ? new sdk.AlwaysOffSampler()
     : name.endsWith('traceidratio')
-      ? new TraceIdRatioBasedSampler(ratio)
-      : new AlwaysOnSampler();
-  return name.startsWith('parentbased_') ? new ParentBasedSampler({ root }) : root;
+      ? new sdk.TraceIdRatioBasedSampler(ratio)
+      : new sdk.AlwaysOnSampler();
+  return name.startsWith('parentbased_') ? new sdk.ParentBasedSampler({ root }) : root;
 }
 
 /** The tracer; only called behind `tracingOn()`. */
