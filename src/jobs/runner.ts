@@ -130,15 +130,31 @@ export interface JobContext {
   log: Logger;
 }
 
-export interface JobKind<Fields extends Record<string, unknown>> {
+/** A job whose work is done, with what its outcome write needs (`JobKind.settle`). */
+export interface DoneJob<Fields, Outcome> {
+  job: ClaimedJob<Fields>;
+  outcome: Outcome;
+}
+
+export interface JobKind<Fields extends Record<string, unknown>, Outcome = never> {
   /** Unique; the NOTIFY payload that wakes its runners. */
   name: string;
   storage: JobStorage<Fields>;
   /**
-   * Does the work and writes its outcome (fenced by `job.attempt`). Throwing JobRetry
-   * records its message and retries; any other error is logged and retried as unexpected.
+   * Does the work and writes its outcome (fenced by `job.attempt`), or, with `settle`,
+   * answers `{ settle: outcome }` to have the runner write it. Throwing JobRetry records
+   * its message and retries; any other error is logged and retried as unexpected.
    */
-  run(job: ClaimedJob<Fields>, context: JobContext): Promise<void>;
+  run(job: ClaimedJob<Fields>, context: JobContext): Promise<void | { settle: Outcome }>;
+  /**
+   * Writes the outcomes of jobs whose work is done, many in one statement, each only
+   * while its row still holds its claim. A job that answers `{ settle }` frees its slot
+   * (and its group's) there and then: the next claim need not wait for the write. The
+   * runner writes the first outcome at once and those that come while a write is under
+   * way together in the next (at most SETTLE_BATCH). When the write fails, each of its
+   * jobs is a failed attempt (`unexpected: …`), as a throw from `run` would be.
+   */
+  settle?(db: Db, done: readonly DoneJob<Fields, Outcome>[]): Promise<void>;
   /** A claim holds its row this long: longer than one attempt can take. */
   leaseMs: number;
   retry: {
@@ -165,6 +181,39 @@ export class JobRetry extends Error {
 /** A column's name in the database (the tables are declared with snake_case casing). */
 function columnName(column: PgColumn) {
   return sql.identifier(column.keyAsName ? toSnakeCase(column.name) : column.name);
+}
+
+/** Outcomes a runner writes in one `settle` at most. */
+export const SETTLE_BATCH = 500;
+
+/**
+ * Batches `write`: the first entry is written at once, and those pushed while a write is
+ * under way go together in the next (at most SETTLE_BATCH), so a burst settles in a
+ * statement per batch, not per job. Each push resolves once its batch is written.
+ */
+export function batchedWriter<T>(
+  write: (batch: T[]) => Promise<void>,
+): (entry: T) => Promise<void> {
+  const queue: { entry: T; done: () => void; fail: (error: unknown) => void }[] = [];
+  let writing = false;
+  async function drain(): Promise<void> {
+    writing = true;
+    while (queue.length > 0) {
+      const batch = queue.splice(0, SETTLE_BATCH);
+      try {
+        await write(batch.map(({ entry }) => entry));
+        for (const { done } of batch) done();
+      } catch (error) {
+        for (const { fail } of batch) fail(error);
+      }
+    }
+    writing = false;
+  }
+  return (entry) =>
+    new Promise<void>((done, fail) => {
+      queue.push({ entry, done, fail });
+      if (!writing) void drain();
+    });
 }
 
 /** Failure text kept on a row at most. */
@@ -385,8 +434,8 @@ function describe(error: unknown): string {
 }
 
 /** Runs `kind` in this process until stopped. */
-export function startJobRunner<Fields extends Record<string, unknown>>(
-  kind: JobKind<Fields>,
+export function startJobRunner<Fields extends Record<string, unknown>, Outcome = never>(
+  kind: JobKind<Fields, Outcome>,
   options: RunnerOptions,
 ): JobRunner {
   const { database, config, log } = options;
@@ -394,7 +443,14 @@ export function startJobRunner<Fields extends Record<string, unknown>>(
     options.concurrency ?? Math.min(kind.concurrency ?? Infinity, config.jobs.concurrency);
   const perWorkspace = workspaceShare(concurrency);
   const context: JobContext = { database, config, log };
+  /** Every job not yet ended, its outcome write included (stop waits for them). */
   const inFlight = new Set<Promise<void>>();
+  /** Jobs holding a slot: claimed, their work not yet done. */
+  let held = 0;
+  const settle = kind.settle;
+  const settleLater = settle
+    ? batchedWriter<DoneJob<Fields, Outcome>>((batch) => settle(database.db, batch))
+    : null;
   const running = new Map<string, number>();
   const runningGroups = new Map<string, number>();
   let stopped = false;
@@ -415,7 +471,7 @@ export function startJobRunner<Fields extends Record<string, unknown>>(
   const labels = { kind: kind.name };
 
   /** One attempt, timed, counted and (tracing on) in a span of its own trace. */
-  async function attempt(job: ClaimedJob<Fields>): Promise<void> {
+  async function attempt(job: ClaimedJob<Fields>, release: () => void): Promise<void> {
     const startedAt = performance.now();
     jobMetrics.inFlight.inc(labels);
     try {
@@ -426,7 +482,7 @@ export function startJobRunner<Fields extends Record<string, unknown>>(
           parent: 'root',
           attributes: { 'job.kind': kind.name, 'job.attempt': job.attempt },
         },
-        () => runOnce(job),
+        () => runOnce(job, release),
       );
     } finally {
       jobMetrics.inFlight.dec(labels);
@@ -434,9 +490,14 @@ export function startJobRunner<Fields extends Record<string, unknown>>(
     }
   }
 
-  async function runOnce(job: ClaimedJob<Fields>): Promise<void> {
+  async function runOnce(job: ClaimedJob<Fields>, release: () => void): Promise<void> {
     try {
-      await kind.run(job, context);
+      const done = await kind.run(job, context);
+      if (done && settleLater) {
+        // The work is done: its slot takes the next job while the outcome is written.
+        release();
+        await settleLater({ job, outcome: done.settle });
+      }
       jobMetrics.succeeded.inc(labels);
     } catch (error) {
       const retry = error instanceof JobRetry;
@@ -464,7 +525,7 @@ export function startJobRunner<Fields extends Record<string, unknown>>(
     try {
       do {
         again = false;
-        const room = concurrency - inFlight.size;
+        const room = concurrency - held;
         if (room <= 0 || stopped) break;
         const sinceLast = performance.now() - lastClaimAt;
         if (sinceLast < claimIntervalMs) {
@@ -487,17 +548,25 @@ export function startJobRunner<Fields extends Record<string, unknown>>(
         if (jobs.length) jobMetrics.claimed.inc(labels, jobs.length);
         for (const job of jobs) {
           const group = (job as { __group?: string }).__group ?? null;
+          held += 1;
           count(running, job.workspaceId, 1);
           if (group !== null) count(runningGroups, group, 1);
-          const done: Promise<void> = attempt(job)
+          let released = false;
+          const release = () => {
+            if (released) return;
+            released = true;
+            held -= 1;
+            count(running, job.workspaceId, -1);
+            if (group !== null) count(runningGroups, group, -1);
+            tick();
+          };
+          const done: Promise<void> = attempt(job, release)
             .catch((error: unknown) =>
               log.error({ err: error, job: kind.name, id: job.id }, 'job outcome not recorded'),
             )
             .finally(() => {
               inFlight.delete(done);
-              count(running, job.workspaceId, -1);
-              if (group !== null) count(runningGroups, group, -1);
-              tick();
+              release();
             });
           inFlight.add(done);
         }

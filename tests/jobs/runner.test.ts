@@ -195,3 +195,92 @@ test('notices that come within the claim interval make one claim, not one each',
   runner.wake();
   await runner.stop();
 });
+
+test("a job's slot takes the next job once its work is done, while outcomes are written together", async () => {
+  const base = defineJob<{ n: number }>({ kind: 'test.settle', run: async () => {} });
+  const ran: number[] = [];
+  const batches: number[][] = [];
+  let open: () => void = () => {};
+  const gate = new Promise<void>((resolve) => (open = resolve));
+  const kind: typeof base = {
+    ...base,
+    run: async (job, context) => {
+      ran.push(job.payload.n);
+      return base.run(job, context);
+    },
+    // The first write waits on the gate: the jobs done meanwhile queue behind it.
+    settle: async (database, done) => {
+      batches.push(done.map(({ job }) => job.payload.n));
+      if (batches.length === 1) await gate;
+      await base.settle!(database, done);
+    },
+  };
+  const workspace = await createWorkspace(db.database.db);
+  await run(kind, { SVC_JOBS_CONCURRENCY: '1' });
+  for (let n = 0; n < 4; n += 1) {
+    await db.database.db.transaction((tx) =>
+      enqueueJob(tx, kind, { workspaceId: workspace.id, payload: { n } }),
+    );
+  }
+  // One slot: every job ran while the first outcome was still being written.
+  await until(async () => ran.length === 4);
+  expect(batches).toEqual([[ran[0]]]);
+  expect((await db.database.sql`select 1 from jobs where kind = 'test.settle'`).length).toBe(4);
+  open();
+  await until(
+    async () => (await db.database.sql`select 1 from jobs where kind = 'test.settle'`).length === 0,
+  );
+  expect(batches).toEqual([[ran[0]], ran.slice(1)]);
+});
+
+test('a failed outcome write is a failed attempt of each of its jobs, retried later', async () => {
+  const base = defineJob<null>({
+    kind: 'test.settle-fails',
+    retryDelayMs: () => 60_000,
+    run: async () => {},
+  });
+  const kind: typeof base = {
+    ...base,
+    settle: async () => {
+      throw new Error('the write broke');
+    },
+  };
+  const workspace = await createWorkspace(db.database.db);
+  await run(kind);
+  const id = await db.database.db.transaction((tx) =>
+    enqueueJob(tx, kind, { workspaceId: workspace.id, payload: null }),
+  );
+  await until(async () => (await jobRow(id))?.last_error === 'unexpected: the write broke');
+  const row = await jobRow(id);
+  expect(row).toMatchObject({ status: 'pending', attempts: 1 });
+  expect(row!.due_in).toBeGreaterThan(50);
+});
+
+test("a done job's row goes only while it holds its claim; one a rewrite moved goes by its key", async () => {
+  const kind = defineJob<{ n: number }>({ kind: 'test.settle-fence', run: async () => {} });
+  const workspace = await createWorkspace(db.database.db);
+  for (let n = 0; n < 3; n += 1) {
+    await db.database.db.transaction((tx) =>
+      enqueueJob(tx, kind, { workspaceId: workspace.id, payload: { n } }),
+    );
+  }
+  const claimed = await claimJobs(db.database.db, kind.storage, {
+    limit: 3,
+    leaseMs: 60_000,
+    perWorkspace: 3,
+    running: new Map(),
+  });
+  expect(claimed).toHaveLength(3);
+  const [lost, moved, kept] = claimed.sort((a, b) => a.payload.n - b.payload.n);
+  // Another runner took `lost` over after its lease ran out.
+  await db.database.sql`update jobs set run_at = now() + interval '1 hour' where id = ${lost!.id}`;
+  // `moved` is no longer where its claim left it.
+  await db.database.sql`update jobs set payload = payload where id = ${moved!.id}`;
+  await kind.settle!(
+    db.database.db,
+    [lost!, moved!, kept!].map((job) => ({ job, outcome: null })),
+  );
+  const left = await db.database.sql<{ id: string }[]>`
+    select id from jobs where kind = 'test.settle-fence'`;
+  expect(left.map((row) => row.id)).toEqual([lost!.id]);
+});
