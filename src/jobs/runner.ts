@@ -23,6 +23,7 @@ import { toSnakeCase } from 'drizzle-orm/casing';
 import type { PgColumn, PgTable } from 'drizzle-orm/pg-core';
 import type { Config } from '../config.js';
 import { isDatabaseUnavailable, type Database, type Db } from '../db/client.js';
+import { preparedSql } from '../db/prepared.js';
 import type { Logger } from '../log.js';
 import { jobs as jobMetrics } from '../metrics/registry.js';
 import { SpanKind, withSpan } from '../tracing/tracing.js';
@@ -239,10 +240,30 @@ export interface ClaimOptions {
   runningGroups?: ReadonlyMap<string, number>;
 }
 
-function unnest(map: ReadonlyMap<string, number> | undefined, type: 'uuid' | 'text') {
-  const keys = [...(map?.keys() ?? [])];
-  const used = keys.map((key) => map?.get(key) ?? 0);
-  return sql`unnest(${sql.param(keys)}::${sql.raw(type)}[], ${sql.param(used)}::int[])`;
+/** `(key, used)` rows of the placeholders `<name>Keys` and `<name>Used` (`claimValues`). */
+function unnest(name: 'running' | 'groups', type: 'uuid' | 'text') {
+  return sql`unnest(${sql.placeholder(`${name}Keys`)}::${sql.raw(type)}[],
+    ${sql.placeholder(`${name}Used`)}::int[])`;
+}
+
+/** What fills a claim statement's placeholders. */
+function claimValues(options: ClaimOptions): Record<string, unknown> {
+  const split = (map: ReadonlyMap<string, number> | undefined) => {
+    const keys = [...(map?.keys() ?? [])];
+    return [keys, keys.map((key) => map?.get(key) ?? 0)] as const;
+  };
+  const [runningKeys, runningUsed] = split(options.running);
+  const [groupsKeys, groupsUsed] = split(options.runningGroups);
+  return {
+    limit: options.limit,
+    leaseMs: options.leaseMs,
+    perWorkspace: options.perWorkspace,
+    groupCap: options.groupCap ?? 0,
+    runningKeys,
+    runningUsed,
+    groupsKeys,
+    groupsUsed,
+  };
 }
 
 /**
@@ -256,7 +277,7 @@ function unnest(map: ReadonlyMap<string, number> | undefined, type: 'uuid' | 'te
  * it has, estimates as many rows and so reads in that index's order, where equality on
  * (workspace, group) estimated as one row let it pick another index and sort every row.
  */
-function groupedDueRows(s: JobStorage<Record<string, unknown>>, options: ClaimOptions): SQL {
+function groupedDueRows(s: JobStorage<Record<string, unknown>>): SQL {
   const group = s.group!;
   return sql`pairs as (
       (select ${s.workspaceId} as w, ${group} as g from ${s.table}
@@ -268,7 +289,7 @@ function groupedDueRows(s: JobStorage<Record<string, unknown>>, options: ClaimOp
         order by ${s.workspaceId}, ${group}, ${s.dueAt} limit 1) n)
     ), due_rows as (
       select c.w, c.i, c.t, c.due from pairs p
-      left join ${unnest(options.runningGroups, 'text')} as gu(g, used) on gu.g = p.g::text
+      left join ${unnest('groups', 'text')} as gu(g, used) on gu.g = p.g::text
       cross join lateral (
         select ${s.workspaceId} as w, ${group} as g, ${s.id} as i, ${s.table}.ctid as t,
           ${s.dueAt} as due
@@ -276,7 +297,7 @@ function groupedDueRows(s: JobStorage<Record<string, unknown>>, options: ClaimOp
         where ${s.pending}
           and (${s.workspaceId}, ${group}, ${s.dueAt}) >= (p.w, p.g, '-infinity'::timestamptz)
         order by ${s.workspaceId}, ${group}, ${s.dueAt}, ${s.id}
-        limit greatest(0, ${options.groupCap} - coalesce(gu.used, 0))) c
+        limit greatest(0, ${sql.placeholder('groupCap')} - coalesce(gu.used, 0))) c
       where c.w = p.w and c.g = p.g and c.due <= now()
     )`;
 }
@@ -297,12 +318,34 @@ export async function claimJobs<Fields extends Record<string, unknown>>(
   options: ClaimOptions,
 ): Promise<ClaimedJob<Fields>[]> {
   if (options.limit <= 0) return [];
-  const s = storage;
+  const grouped = storage.group !== undefined && options.groupCap !== undefined;
+  let statements = claimStatements.get(storage);
+  if (!statements) {
+    statements = new Map();
+    claimStatements.set(storage, statements);
+  }
+  let run = statements.get(grouped);
+  if (!run) {
+    run = preparedSql(() =>
+      claimStatement(storage as JobStorage<Record<string, unknown>>, grouped),
+    );
+    statements.set(grouped, run);
+  }
+  return (await run(db, claimValues(options))) as ClaimedJob<Fields>[];
+}
+
+/** Each storage's claim, built once per shape (grouped or not) and prepared (`preparedSql`). */
+const claimStatements = new WeakMap<
+  object,
+  Map<boolean, (db: Db, values: Record<string, unknown>) => Promise<unknown[]>>
+>();
+
+/** The claim of `claimJobs`, its values as placeholders (`claimValues`). */
+function claimStatement(s: JobStorage<Record<string, unknown>>, grouped: boolean): SQL {
   const name = columnName;
-  const grouped = s.group !== undefined && options.groupCap !== undefined;
   const byClaim = s.countAt !== 'outcome';
   const sets = [
-    sql`${name(s.dueAt)} = now() + ${options.leaseMs} * interval '1 millisecond'`,
+    sql`${name(s.dueAt)} = now() + ${sql.placeholder('leaseMs')} * interval '1 millisecond'`,
     ...(byClaim ? [sql`${name(s.attempts)} = ${s.attempts} + 1`] : []),
     ...Object.entries(s.onClaim ?? {}).map(
       ([column, value]) => sql`${sql.identifier(column)} = ${value}`,
@@ -311,10 +354,10 @@ export async function claimJobs<Fields extends Record<string, unknown>>(
   const fields = Object.entries(s.fields).map(
     ([key, value]) => sql`${value} as ${sql.identifier(key)}`,
   );
-  const rows = (await db.execute(sql`
+  return sql`
     with recursive ${
       grouped
-        ? groupedDueRows(s, options)
+        ? groupedDueRows(s)
         : sql`due_rows as (
       select ${s.workspaceId} as w, ${s.id} as i, ${s.table}.ctid as t, ${s.dueAt} as due
       from ${s.table}
@@ -326,10 +369,10 @@ export async function claimJobs<Fields extends Record<string, unknown>>(
       from due_rows d
     ), picked as (
       select r.t from ranked r
-      left join ${unnest(options.running, 'uuid')} as u(w, used) on u.w = r.w
-      where r.nth <= ${options.perWorkspace} - coalesce(u.used, 0)
+      left join ${unnest('running', 'uuid')} as u(w, used) on u.w = r.w
+      where r.nth <= ${sql.placeholder('perWorkspace')} - coalesce(u.used, 0)
       order by r.nth + coalesce(u.used, 0), r.due, r.i
-      limit ${options.limit}
+      limit ${sql.placeholder('limit')}
     ), due as (
       select ctid as t from ${s.table}
       where ctid = any(array(select t from picked))
@@ -343,8 +386,7 @@ export async function claimJobs<Fields extends Record<string, unknown>>(
       ${byClaim ? sql`${s.attempts}` : sql`${s.attempts} + 1`} as "attempt",
       ${s.dueAt}::text as "lease", ${s.table}.ctid::text as "row"
       ${s.group ? sql`, ${s.group}::text as "__group"` : sql``}
-      ${fields.length ? sql`, ${sql.join(fields, sql`, `)}` : sql``}`)) as unknown as ClaimedJob<Fields>[];
-  return rows;
+      ${fields.length ? sql`, ${sql.join(fields, sql`, `)}` : sql``}`;
 }
 
 /**
