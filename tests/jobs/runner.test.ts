@@ -24,12 +24,14 @@ afterAll(async () => {
 async function run(
   kind: Parameters<typeof startJobRunner>[0],
   env: Record<string, string> = {},
+  options: { settleIntervalMs?: number } = {},
 ): Promise<JobRunner> {
   const runner = startJobRunner(kind, {
     database: db.database,
     config: testConfig(env),
     log,
     pollMs: 3_600_000,
+    ...options,
   });
   runners.push(runner);
   // With the poll an hour away, only the LISTEN wakes it: be sure it is up.
@@ -283,4 +285,31 @@ test("a done job's row goes only while it holds its claim; one a rewrite moved g
   const left = await db.database.sql<{ id: string }[]>`
     select id from jobs where kind = 'test.settle-fence'`;
   expect(left.map((row) => row.id)).toEqual([lost!.id]);
+});
+
+test('outcomes that come within the settle interval are written together', async () => {
+  const base = defineJob<{ n: number }>({ kind: 'test.settle-interval', run: async () => {} });
+  const batches: number[][] = [];
+  const kind: typeof base = {
+    ...base,
+    settle: async (database, done) => {
+      batches.push(done.map(({ job }) => job.payload.n));
+      await base.settle!(database, done);
+    },
+  };
+  const workspace = await createWorkspace(db.database.db);
+  await run(kind, {}, { settleIntervalMs: 2_000 });
+  // Ten jobs done one after another: the first is written at once, the rest wait out
+  // the interval and go in one write (their commits are far quicker than 2 s).
+  for (let n = 0; n < 10; n += 1) {
+    await db.database.db.transaction((tx) =>
+      enqueueJob(tx, kind, { workspaceId: workspace.id, payload: { n } }),
+    );
+  }
+  await until(async () => batches.flat().length === 10);
+  expect(batches.length).toBeLessThanOrEqual(3);
+  expect(batches.flat().sort((a, b) => a - b)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+  expect(
+    (await db.database.sql`select 1 from jobs where kind = 'test.settle-interval'`).length,
+  ).toBe(0);
 });
