@@ -557,6 +557,8 @@ export function startJobRunner<Fields extends Record<string, unknown>, Outcome =
   async function runOnce(job: ClaimedJob<Fields>, release: () => void): Promise<void> {
     try {
       const done = await kind.run(job, context);
+      if (done && !settleLater)
+        throw new Error(`${kind.name} answered an outcome but has no settle`);
       if (done && settleLater) {
         // The work is done: its slot takes the next job while the outcome is written.
         release();

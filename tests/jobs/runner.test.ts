@@ -313,3 +313,23 @@ test('outcomes that come within the settle interval are written together', async
     (await db.database.sql`select 1 from jobs where kind = 'test.settle-interval'`).length,
   ).toBe(0);
 });
+
+test('a kind that answers an outcome without a settle fails the attempt rather than drop it', async () => {
+  const base = defineJob<null>({
+    kind: 'test.no-settle',
+    retryDelayMs: () => 60_000,
+    run: async () => {},
+  });
+  const kind: typeof base = { ...base, settle: undefined };
+  const workspace = await createWorkspace(db.database.db);
+  await run(kind);
+  const id = await db.database.db.transaction((tx) =>
+    enqueueJob(tx, kind, { workspaceId: workspace.id, payload: null }),
+  );
+  await until(async () => (await jobRow(id))?.last_error !== null);
+  expect(await jobRow(id)).toMatchObject({
+    status: 'pending',
+    attempts: 1,
+    last_error: 'unexpected: test.no-settle answered an outcome but has no settle',
+  });
+});
