@@ -15,7 +15,9 @@
 //    every slot of its workspace);
 //  - bounded concurrency per process, retries with backoff inside a retry window (in the
 //    database's clock), and the wake-up: NOTIFY on JOBS_CHANNEL at the enqueuing commit,
-//    a poll for retries coming due.
+//    a poll for retries coming due;
+//  - outcomes, when the kind hands them over (`settle`): the job's slot is free once its
+//    work is done, and the outcomes are written in batches, a statement per batch.
 // Every outcome is written only while the row still holds the attempt it was claimed with,
 // so a runner whose lease ran out never overwrites the outcome of the one that took over.
 import { sql, type SQL } from 'drizzle-orm';
@@ -153,8 +155,8 @@ export interface JobKind<Fields extends Record<string, unknown>, Outcome = never
    * (and its group's) there and then: the next claim need not wait for the write. The
    * runner writes the first outcome at once and those that come while a write is under
    * way or within SETTLE_INTERVAL_MS of its start together in the next (at most
-   * SETTLE_BATCH). When the write fails, each of its
-   * jobs is a failed attempt (`unexpected: …`), as a throw from `run` would be.
+   * SETTLE_BATCH). When the write fails, each of its jobs is a failed attempt
+   * (`unexpected: …`), as a throw from `run` would be.
    */
   settle?(db: Db, done: readonly DoneJob<Fields, Outcome>[]): Promise<void>;
   /** A claim holds its row this long: longer than one attempt can take. */
