@@ -24,7 +24,7 @@ afterAll(async () => {
 async function run(
   kind: Parameters<typeof startJobRunner>[0],
   env: Record<string, string> = {},
-  options: { settleIntervalMs?: number } = {},
+  options: { settleIntervalMs?: number; claimIntervalMs?: number } = {},
 ): Promise<JobRunner> {
   const runner = startJobRunner(kind, {
     database: db.database,
@@ -332,4 +332,29 @@ test('a kind that answers an outcome without a settle fails the attempt rather t
     attempts: 1,
     last_error: 'unexpected: test.no-settle answered an outcome but has no settle',
   });
+});
+
+test('a claim cut short by a cap is followed as soon as its jobs end, not at the interval', async () => {
+  const done: number[] = [];
+  const kind = defineJob<{ n: number }>({
+    kind: 'test.backlog',
+    run: async (job) => {
+      done.push(job.payload.n);
+    },
+  });
+  const workspace = await createWorkspace(db.database.db);
+  // A backlog of six, enqueued before the runner starts.
+  await db.database.db.transaction(async (tx) => {
+    for (let n = 0; n < 6; n += 1) {
+      await enqueueJob(tx, kind, { workspaceId: workspace.id, payload: { n } });
+    }
+  });
+  // Two slots, a claim interval of a minute: each claim is capped (one workspace holds at
+  // most workspaceShare(2) = 1), so only the rule lets the backlog drain within seconds.
+  await run(kind, { SVC_JOBS_CONCURRENCY: '2' }, { claimIntervalMs: 60_000 });
+  await until(
+    async () =>
+      (await db.database.sql`select 1 from jobs where kind = 'test.backlog'`).length === 0,
+  );
+  expect(done.sort((a, b) => a - b)).toEqual([0, 1, 2, 3, 4, 5]);
 });
