@@ -1,5 +1,10 @@
 import { Column, fillPlaceholders, is, sql, type SQL } from 'drizzle-orm';
-import type { PgColumn, PgPreparedQuery, PreparedQueryConfig } from 'drizzle-orm/pg-core';
+import type {
+  PgColumn,
+  PgDialect,
+  PgPreparedQuery,
+  PreparedQueryConfig,
+} from 'drizzle-orm/pg-core';
 import type { Sql } from 'postgres';
 import { drizzleOver, type Db } from './client.js';
 import { rowObjectMaker } from './row-object.js';
@@ -149,4 +154,27 @@ export function prepared<V extends Record<string, unknown>, R>(
  */
 export function anyUuid(column: PgColumn, name: string): SQL {
   return sql`${column} = any(${sql.placeholder(name)}::uuid[])`;
+}
+
+/**
+ * A hot statement written as raw SQL (`sql` with `sql.placeholder`s for every value), built
+ * once and run as a prepared statement. `db.execute` builds the text anew on every call
+ * (a claim's: ~0.5 ms of the service's CPU) and sends it unnamed, so PostgreSQL parses
+ * and plans it on every run too (a claim's plan: ~0.4 ms); prepared by its text on each
+ * connection, it is parsed once and, once PostgreSQL finds its generic plan no costlier,
+ * planned once. Answers the rows as objects, as `db.execute` does.
+ */
+export function preparedSql<V extends Record<string, unknown>, R>(
+  build: () => SQL,
+): (db: Db, values: V) => Promise<R[]> {
+  let built: { sql: string; params: unknown[] } | null = null;
+  return (db, values) => {
+    built ??= (template as unknown as { dialect: PgDialect }).dialect.sqlToQuery(build());
+    const { client, logger } = sessionOf(db);
+    const filled = fillPlaceholders(built.params, values);
+    logger.logQuery(built.sql, filled);
+    return client.unsafe(built.sql, filled as never[], { prepare: true }) as unknown as Promise<
+      R[]
+    >;
+  };
 }

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
+import { preparedSql } from '../db/prepared.js';
 import { enqueueParts } from '../webhooks/outbox.js';
 import { withSubject } from './subject.js';
 import { events } from './tables.js';
@@ -49,30 +50,45 @@ export interface EventNotice {
  */
 export async function recordEvent(db: Db, event: NewEvent): Promise<string> {
   const id = randomUUID();
-  const data = withSubject(event.name, event.subjectId, event.data, event.subjectKey);
-  const inserted = db
-    .insert(events)
-    .values({
-      workspaceId: event.workspaceId,
-      id,
-      name: event.name,
-      subjectId: event.subjectId,
-      audienceUserId: event.audienceUserId ?? null,
-      actorUserId: event.actorUserId ?? null,
-      data,
-    })
-    .returning({ at: events.at });
-  // Outbox: the webhooks domain enqueues the event's deliveries (and wakes its workers) in
-  // this same statement, so the event and its deliveries commit together.
-  const outbox = enqueueParts({ workspaceId: event.workspaceId, id, name: event.name });
-  // The notice's `at` as JavaScript writes an ISO 8601 instant (milliseconds, UTC).
-  const notice = sql`json_build_object('workspaceId', ${event.workspaceId}::text,
-    'id', ${id}::text, 'name', ${event.name}::text,
-    'audienceUserId', ${event.audienceUserId ?? null}::text,
-    'subjectId', ${event.subjectId}::text,
-    'at', to_char(recorded.at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))::text`;
-  await db.execute(sql`
-    with recorded as (${inserted.getSQL()}), ${outbox.with}
-    select pg_notify(${EVENTS_CHANNEL}, ${notice}), ${outbox.wake} from recorded`);
+  await recordStatement(db, {
+    workspaceId: event.workspaceId,
+    id,
+    name: event.name,
+    subjectId: event.subjectId,
+    audienceUserId: event.audienceUserId ?? null,
+    actorUserId: event.actorUserId ?? null,
+    data: JSON.stringify(withSubject(event.name, event.subjectId, event.data, event.subjectKey)),
+  });
   return id;
 }
+
+/**
+ * recordEvent's statement, built once and prepared (`preparedSql`): every write with an
+ * event runs it, and building it through Drizzle each time was a fifth of a writer's CPU.
+ */
+const recordStatement = preparedSql<Record<string, string | null>, unknown>(() => {
+  const value = (name: string) => sql.placeholder(name);
+  // Outbox: the webhooks domain enqueues the event's deliveries (and wakes its workers) in
+  // this same statement, so the event and its deliveries commit together.
+  const outbox = enqueueParts({
+    workspaceId: value('workspaceId'),
+    id: value('id'),
+    name: value('name'),
+  });
+  // The notice's `at` as JavaScript writes an ISO 8601 instant (milliseconds, UTC).
+  const notice = sql`json_build_object('workspaceId', ${value('workspaceId')}::text,
+    'id', ${value('id')}::text, 'name', ${value('name')}::text,
+    'audienceUserId', ${value('audienceUserId')}::text,
+    'subjectId', ${value('subjectId')}::text,
+    'at', to_char(recorded.at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))::text`;
+  return sql`
+    with recorded as (
+      insert into ${events} (workspace_id, id, name, subject_id, audience_user_id,
+        actor_user_id, data)
+      values (${value('workspaceId')}::uuid, ${value('id')}::uuid, ${value('name')}::text,
+        ${value('subjectId')}::uuid, ${value('audienceUserId')}::uuid,
+        ${value('actorUserId')}::uuid, ${value('data')}::jsonb)
+      returning ${events.at} as at
+    ), ${outbox.with}
+    select pg_notify(${EVENTS_CHANNEL}, ${notice}), ${outbox.wake} from recorded`;
+});

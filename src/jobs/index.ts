@@ -4,6 +4,7 @@
 import { and, eq, lt, sql } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
 import {
+  heldAt,
   JobRetry,
   notifyJobs,
   stillHeld,
@@ -37,7 +38,9 @@ export interface JobDefinition<Payload> {
 }
 
 /** A job kind of the core table, for `enqueueJob` and a plugin's `jobs` list. */
-export type JobKindOf<Payload> = JobKind<{ payload: Payload }> & { readonly payload?: Payload };
+export type JobKindOf<Payload> = JobKind<{ payload: Payload }, null> & {
+  readonly payload?: Payload;
+};
 
 /** A failed job is kept (with its error) this long after it was enqueued, then swept. */
 export const JOB_FAILED_KEEP_MS = 7 * 24 * 60 * 60_000;
@@ -78,8 +81,26 @@ export function defineJob<Payload>(definition: JobDefinition<Payload>): JobKindO
     },
     async run(job, context) {
       await definition.run(job, context);
-      // Done: the row goes, unless the attempt's lease ran out and another holds it now.
-      await context.database.db.delete(jobs).where(stillHeld(kind.storage, job));
+      return { settle: null };
+    },
+    // Done: the rows go (a batch in one statement), each unless its attempt's lease ran
+    // out and another runner holds it now.
+    async settle(db, done) {
+      const column = <T>(value: (job: Job<Payload>) => T) =>
+        sql.param(done.map(({ job }) => value(job)));
+      const gone = (await db.execute(sql`
+        delete from ${jobs}
+        using unnest(${column((job) => job.row)}::tid[], ${column((job) => job.id)}::uuid[],
+          ${column((job) => job.attempt)}::int[], ${column((job) => job.lease)}::text[])
+          as k(t, i, attempt, lease)
+        where ${heldAt(kind.storage, 'k')}
+        returning ${jobs.id} as id`)) as unknown as { id: string }[];
+      if (gone.length === done.length) return;
+      // A row a table rewrite moved since its claim: by its key.
+      const found = new Set(gone.map((row) => row.id));
+      for (const { job } of done) {
+        if (!found.has(job.id)) await db.delete(jobs).where(stillHeld(kind.storage, job));
+      }
     },
   };
   defined.set(definition.kind, kind as never);

@@ -1,5 +1,6 @@
-import { and, eq, isNull, sql, type SQL } from 'drizzle-orm';
+import { and, eq, isNull, sql, type Placeholder, type SQL } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
+import { preparedSql } from '../db/prepared.js';
 import { envelopeJson, type EnvelopeParts } from '../events/queries.js';
 import {
   claimJobs,
@@ -17,14 +18,19 @@ export const DELIVERY_JOB = 'webhooks.delivery';
 
 /**
  * The outbox write as parts of the caller's statement (recordEvent writes the event, its
- * deliveries and their wake-up in one): `with` is a data-modifying WITH entry, `enqueued`,
+ * deliveries and their wake-up in one; its values may be placeholders of a statement built
+ * once): `with` is a data-modifying WITH entry, `enqueued`,
  * inserting one delivery of the event to every live subscription of its workspace that
  * lists its name; `wake` is the NOTIFY of the workers, only when it inserted any. In the
  * event's transaction, so the event and its deliveries commit together and NOTIFY reaches
  * the workers only at that commit. A data-modifying WITH runs exactly once, whatever the
  * rest of the statement reads.
  */
-export function enqueueParts(event: { workspaceId: string; id: string; name: string }): {
+export function enqueueParts(event: {
+  workspaceId: string | Placeholder;
+  id: string | Placeholder;
+  name: string | Placeholder;
+}): {
   with: SQL;
   wake: SQL;
 } {
@@ -202,6 +208,18 @@ export async function dropDelivery(db: Db, key: Held): Promise<void> {
 /** A delivery answered 2xx: its claim and the answer's status. */
 export type Delivered = Held & { row: string; status: number };
 
+/** The statement of `recordDelivered`, built once and prepared. */
+const settleDelivered = preparedSql<Record<string, unknown[]>, { id: string }>(
+  () => sql`
+    update ${d} set status = 'delivered', attempts = ${d.attempts} + 1,
+      last_status = k.status, last_error = null, delivered_at = now()
+    from unnest(${sql.placeholder('rows')}::tid[], ${sql.placeholder('ids')}::uuid[],
+      ${sql.placeholder('attempts')}::int[], ${sql.placeholder('leases')}::text[],
+      ${sql.placeholder('statuses')}::int[]) as k(t, i, attempt, lease, status)
+    where ${heldAt(deliveryStorage, 'k')}
+    returning ${d.id} as id`,
+);
+
 /**
  * 2xx answers: each delivered, with its attempt counted, in one statement for the lot,
  * each only while its row still holds the attempt it was claimed with. Rows are found
@@ -210,14 +228,14 @@ export type Delivered = Held & { row: string; status: number };
  */
 export async function recordDelivered(db: Db, rows: readonly Delivered[]): Promise<void> {
   if (rows.length === 0) return;
-  const column = <K extends keyof Delivered>(key: K) => sql.param(rows.map((row) => row[key]));
-  const settled = (await db.execute(sql`
-    update ${d} set status = 'delivered', attempts = ${d.attempts} + 1,
-      last_status = k.status, last_error = null, delivered_at = now()
-    from unnest(${column('row')}::tid[], ${column('id')}::uuid[], ${column('attempt')}::int[],
-      ${column('lease')}::text[], ${column('status')}::int[]) as k(t, i, attempt, lease, status)
-    where ${heldAt(deliveryStorage, 'k')}
-    returning ${d.id} as id`)) as unknown as { id: string }[];
+  const column = <K extends keyof Delivered>(key: K) => rows.map((row) => row[key]);
+  const settled = await settleDelivered(db, {
+    rows: column('row'),
+    ids: column('id'),
+    attempts: column('attempt'),
+    leases: column('lease'),
+    statuses: column('status'),
+  });
   if (settled.length === rows.length) return;
   const found = new Set(settled.map((row) => row.id));
   for (const row of rows) {

@@ -1,6 +1,6 @@
 import { webhookDeliveries } from '../metrics/registry.js';
 import type { Config } from '../config.js';
-import type { Database, Db } from '../db/client.js';
+import type { Database } from '../db/client.js';
 import {
   JobRetry,
   startJobRunner,
@@ -17,7 +17,6 @@ import {
   dropDelivery,
   recordDelivered,
   type ClaimedDelivery,
-  type Delivered,
   type DeliveryFields,
 } from './outbox.js';
 import { DELIVERY_TIMEOUT_MS, sendOnce, type SendOptions } from './send.js';
@@ -55,67 +54,35 @@ export type WebhookWorker = JobRunner;
 const PER_WEBHOOK = 8;
 
 /**
- * Writes 2xx outcomes: the first at once, and those that come while a write is under way
- * together in the next one, so a burst settles in a statement per batch, not per delivery.
- */
-function deliveredWriter(): (db: Db, row: Delivered) => Promise<void> {
-  const queue: { db: Db; row: Delivered; done: () => void; fail: (error: unknown) => void }[] = [];
-  let writing = false;
-  async function write(): Promise<void> {
-    writing = true;
-    while (queue.length > 0) {
-      const db = queue[0]!.db;
-      let size = 1;
-      while (size < queue.length && size < SETTLE_BATCH && queue[size]!.db === db) size += 1;
-      const batch = queue.splice(0, size);
-      try {
-        await recordDelivered(
-          db,
-          batch.map((entry) => entry.row),
-        );
-        for (const entry of batch) entry.done();
-      } catch (error) {
-        for (const entry of batch) entry.fail(error);
-      }
-    }
-    writing = false;
-  }
-  return (db, row) =>
-    new Promise<void>((done, fail) => {
-      queue.push({ db, row, done, fail });
-      if (!writing) void write();
-    });
-}
-
-/** Outcomes written in one statement at most. */
-const SETTLE_BATCH = 500;
-
-/**
  * The delivery job (SPEC 3, 6): webhook_deliveries rows run by the one job runner
  * (src/jobs/runner.ts), which claims them with a lease (a process killed mid-attempt
  * leaves the row to be retried after it), at most PER_WEBHOOK to one webhook and a fair
  * share to one workspace, woken by the enqueuing commit's NOTIFY. The claim reads each
- * delivery's event with it (events never change once recorded); 2xx outcomes are written
- * in batches.
+ * delivery's event with it (events never change once recorded); a 2xx answer frees the
+ * send's slot at once and the runner writes those outcomes in batches (`settle`).
  */
-export function deliveryJob(resolve?: SendOptions['resolve']): JobKind<DeliveryFields> {
-  const delivered = deliveredWriter();
+export function deliveryJob(resolve?: SendOptions['resolve']): JobKind<DeliveryFields, number> {
   return {
     name: DELIVERY_JOB,
     storage: deliveryStorage,
     leaseMs: CLAIM_LEASE_MS,
     groupCap: PER_WEBHOOK,
     retry: { delayMs: retryDelayMs, windowMs: RETRY_WINDOW_MS },
-    run: (job, context) => deliver(context, asDelivery(job), resolve, delivered),
+    run: (job, context) => deliver(context, asDelivery(job), resolve),
+    settle: (db, done) =>
+      recordDelivered(
+        db,
+        done.map(({ job, outcome }) => ({ ...job, status: outcome })),
+      ),
   };
 }
 
+/** Sends one delivery; a 2xx answer is the status for the runner to settle. */
 async function deliver(
   { database, config, log }: JobContext,
   row: ClaimedDelivery,
   resolve: SendOptions['resolve'],
-  delivered: ReturnType<typeof deliveredWriter>,
-): Promise<void> {
+): Promise<void | { settle: number }> {
   if (row.deletedAt) {
     await dropDelivery(database.db, row);
     return;
@@ -148,8 +115,7 @@ async function deliver(
   });
   webhookDeliveries.inc({ outcome: deliveryOutcome(outcome) });
   if (outcome.kind === 'answered' && outcome.status >= 200 && outcome.status < 300) {
-    await delivered(database.db, { ...row, status: outcome.status });
-    return;
+    return { settle: outcome.status };
   }
   if (outcome.kind === 'refused') {
     const cause = refusalCause(outcome);

@@ -3,7 +3,7 @@ import { eq, getTableColumns, sql } from 'drizzle-orm';
 import { drizzle } from 'drizzle-orm/postgres-js';
 import { createDatabase, type Database } from '../../src/db/client.js';
 import { createQueryGate, isCancellation } from '../../src/db/gate.js';
-import { prepared, preparedFamily } from '../../src/db/prepared.js';
+import { prepared, preparedFamily, preparedSql } from '../../src/db/prepared.js';
 import { workspaces } from '../../src/workspaces/tables.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 
@@ -135,5 +135,55 @@ describe('statements built once and run through the database given', () => {
     await byName(logging, { name: 'x' });
     expect(logged).toHaveLength(1);
     expect(logged[0]).toMatch(/from "workspaces" where "workspaces"."name" = \$1/);
+  });
+});
+
+describe('raw statements built once (preparedSql)', () => {
+  test('one build serves every run, each with its values (arrays too), prepared on the connection', async () => {
+    let builds = 0;
+    const rename = preparedSql<{ ids: string[]; suffix: string }, { name: string }>(() => {
+      builds += 1;
+      return sql`update ${workspaces} set name = name || ${sql.placeholder('suffix')}::text
+        where id = any(${sql.placeholder('ids')}::uuid[]) returning name`;
+    });
+    const made = await pool.db
+      .insert(workspaces)
+      .values([{ name: 'Raw A' }, { name: 'Raw B' }])
+      .returning({ id: workspaces.id });
+    const ids = made.map((row) => row.id);
+    expect((await rename(pool.db, { ids, suffix: '1' })).map((r) => r.name).sort()).toEqual([
+      'Raw A1',
+      'Raw B1',
+    ]);
+    expect(await rename(pool.db, { ids: ids.slice(1), suffix: '2' })).toEqual([
+      { name: 'Raw B12' },
+    ]);
+    expect(await rename(pool.db, { ids: [], suffix: '3' })).toEqual([]);
+    expect(builds).toBe(1);
+    // Prepared on the server: its one connection keeps it among its prepared statements.
+    const single = createDatabase(db.url, { max: 1, applicationName: 'prepared test' });
+    try {
+      await rename(single.db, { ids, suffix: '' });
+      const [kept] = await single.sql<{ n: number }[]>`
+        select count(*)::int as n from pg_prepared_statements
+        where statement like '%name || $1::text%' and statement not like '%pg_prepared%'`;
+      expect(kept?.n).toBe(1);
+    } finally {
+      await single.close();
+    }
+  });
+
+  test('in a transaction it writes with the transaction, and a rollback undoes it', async () => {
+    const insert = preparedSql<{ name: string }, { id: string }>(
+      () => sql`insert into ${workspaces} (name) values (${sql.placeholder('name')}) returning id`,
+    );
+    await pool.db
+      .transaction(async (tx) => {
+        expect(await insert(tx, { name: 'Raw uncommitted' })).toHaveLength(1);
+        expect(await byName(tx, { name: 'Raw uncommitted' })).toHaveLength(1);
+        tx.rollback();
+      })
+      .catch(() => {});
+    expect(await byName(pool.db, { name: 'Raw uncommitted' })).toEqual([]);
   });
 });

@@ -24,12 +24,14 @@ afterAll(async () => {
 async function run(
   kind: Parameters<typeof startJobRunner>[0],
   env: Record<string, string> = {},
+  options: { settleIntervalMs?: number; claimIntervalMs?: number } = {},
 ): Promise<JobRunner> {
   const runner = startJobRunner(kind, {
     database: db.database,
     config: testConfig(env),
     log,
     pollMs: 3_600_000,
+    ...options,
   });
   runners.push(runner);
   // With the poll an hour away, only the LISTEN wakes it: be sure it is up.
@@ -194,4 +196,168 @@ test('notices that come within the claim interval make one claim, not one each',
   // Stopping while a claim waits out the interval ends at once.
   runner.wake();
   await runner.stop();
+});
+
+test("a job's slot takes the next job once its work is done, while outcomes are written together", async () => {
+  const base = defineJob<{ n: number }>({ kind: 'test.settle', run: async () => {} });
+  const ran: number[] = [];
+  const batches: number[][] = [];
+  let open: () => void = () => {};
+  const gate = new Promise<void>((resolve) => (open = resolve));
+  const kind: typeof base = {
+    ...base,
+    run: async (job, context) => {
+      ran.push(job.payload.n);
+      return base.run(job, context);
+    },
+    // The first write waits on the gate: the jobs done meanwhile queue behind it.
+    settle: async (database, done) => {
+      batches.push(done.map(({ job }) => job.payload.n));
+      if (batches.length === 1) await gate;
+      await base.settle!(database, done);
+    },
+  };
+  const workspace = await createWorkspace(db.database.db);
+  await run(kind, { SVC_JOBS_CONCURRENCY: '1' });
+  for (let n = 0; n < 4; n += 1) {
+    await db.database.db.transaction((tx) =>
+      enqueueJob(tx, kind, { workspaceId: workspace.id, payload: { n } }),
+    );
+  }
+  // One slot: every job ran while the first outcome was still being written.
+  await until(async () => ran.length === 4);
+  expect(batches).toEqual([[ran[0]]]);
+  expect((await db.database.sql`select 1 from jobs where kind = 'test.settle'`).length).toBe(4);
+  open();
+  await until(
+    async () => (await db.database.sql`select 1 from jobs where kind = 'test.settle'`).length === 0,
+  );
+  expect(batches).toEqual([[ran[0]], ran.slice(1)]);
+});
+
+test('a failed outcome write is a failed attempt of each of its jobs, retried later', async () => {
+  const base = defineJob<null>({
+    kind: 'test.settle-fails',
+    retryDelayMs: () => 60_000,
+    run: async () => {},
+  });
+  const kind: typeof base = {
+    ...base,
+    settle: async () => {
+      throw new Error('the write broke');
+    },
+  };
+  const workspace = await createWorkspace(db.database.db);
+  await run(kind);
+  const id = await db.database.db.transaction((tx) =>
+    enqueueJob(tx, kind, { workspaceId: workspace.id, payload: null }),
+  );
+  await until(async () => (await jobRow(id))?.last_error === 'unexpected: the write broke');
+  const row = await jobRow(id);
+  expect(row).toMatchObject({ status: 'pending', attempts: 1 });
+  expect(row!.due_in).toBeGreaterThan(50);
+});
+
+test("a done job's row goes only while it holds its claim; one a rewrite moved goes by its key", async () => {
+  const kind = defineJob<{ n: number }>({ kind: 'test.settle-fence', run: async () => {} });
+  const workspace = await createWorkspace(db.database.db);
+  for (let n = 0; n < 3; n += 1) {
+    await db.database.db.transaction((tx) =>
+      enqueueJob(tx, kind, { workspaceId: workspace.id, payload: { n } }),
+    );
+  }
+  const claimed = await claimJobs(db.database.db, kind.storage, {
+    limit: 3,
+    leaseMs: 60_000,
+    perWorkspace: 3,
+    running: new Map(),
+  });
+  expect(claimed).toHaveLength(3);
+  const [lost, moved, kept] = claimed.sort((a, b) => a.payload.n - b.payload.n);
+  // Another runner took `lost` over after its lease ran out.
+  await db.database.sql`update jobs set run_at = now() + interval '1 hour' where id = ${lost!.id}`;
+  // `moved` is no longer where its claim left it.
+  await db.database.sql`update jobs set payload = payload where id = ${moved!.id}`;
+  await kind.settle!(
+    db.database.db,
+    [lost!, moved!, kept!].map((job) => ({ job, outcome: null })),
+  );
+  const left = await db.database.sql<{ id: string }[]>`
+    select id from jobs where kind = 'test.settle-fence'`;
+  expect(left.map((row) => row.id)).toEqual([lost!.id]);
+});
+
+test('outcomes that come within the settle interval are written together', async () => {
+  const base = defineJob<{ n: number }>({ kind: 'test.settle-interval', run: async () => {} });
+  const batches: number[][] = [];
+  const kind: typeof base = {
+    ...base,
+    settle: async (database, done) => {
+      batches.push(done.map(({ job }) => job.payload.n));
+      await base.settle!(database, done);
+    },
+  };
+  const workspace = await createWorkspace(db.database.db);
+  // Ten jobs due before the runner starts: one claim takes them all, the first to end is
+  // written at once, and the rest (ending within milliseconds) wait out the 2 s interval
+  // and go in one write.
+  await db.database.db.transaction(async (tx) => {
+    for (let n = 0; n < 10; n += 1) {
+      await enqueueJob(tx, kind, { workspaceId: workspace.id, payload: { n } });
+    }
+  });
+  await run(kind, {}, { settleIntervalMs: 2_000 });
+  await until(async () => batches.flat().length === 10);
+  expect(batches[0]).toHaveLength(1);
+  expect(batches.length).toBeLessThanOrEqual(3);
+  expect(batches.flat().sort((a, b) => a - b)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+  await until(
+    async () =>
+      (await db.database.sql`select 1 from jobs where kind = 'test.settle-interval'`).length === 0,
+  );
+});
+
+test('a kind that answers an outcome without a settle fails the attempt rather than drop it', async () => {
+  const base = defineJob<null>({
+    kind: 'test.no-settle',
+    retryDelayMs: () => 60_000,
+    run: async () => {},
+  });
+  const kind: typeof base = { ...base, settle: undefined };
+  const workspace = await createWorkspace(db.database.db);
+  await run(kind);
+  const id = await db.database.db.transaction((tx) =>
+    enqueueJob(tx, kind, { workspaceId: workspace.id, payload: null }),
+  );
+  await until(async () => (await jobRow(id))?.last_error !== null);
+  expect(await jobRow(id)).toMatchObject({
+    status: 'pending',
+    attempts: 1,
+    last_error: 'unexpected: test.no-settle answered an outcome but has no settle',
+  });
+});
+
+test('a claim cut short by a cap is followed as soon as its jobs end, not at the interval', async () => {
+  const done: number[] = [];
+  const kind = defineJob<{ n: number }>({
+    kind: 'test.backlog',
+    run: async (job) => {
+      done.push(job.payload.n);
+    },
+  });
+  const workspace = await createWorkspace(db.database.db);
+  // A backlog of six, enqueued before the runner starts.
+  await db.database.db.transaction(async (tx) => {
+    for (let n = 0; n < 6; n += 1) {
+      await enqueueJob(tx, kind, { workspaceId: workspace.id, payload: { n } });
+    }
+  });
+  // Two slots, a claim interval of a minute: each claim is capped (one workspace holds at
+  // most workspaceShare(2) = 1), so only the rule lets the backlog drain within seconds.
+  await run(kind, { SVC_JOBS_CONCURRENCY: '2' }, { claimIntervalMs: 60_000 });
+  await until(
+    async () =>
+      (await db.database.sql`select 1 from jobs where kind = 'test.backlog'`).length === 0,
+  );
+  expect(done.sort((a, b) => a - b)).toEqual([0, 1, 2, 3, 4, 5]);
 });
