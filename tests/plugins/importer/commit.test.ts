@@ -66,6 +66,32 @@ async function rows(id: string, headers: Record<string, string>): Promise<RowDat
     .rows;
 }
 
+/**
+ * Commits import `id` while another transaction holds the contacts table; once the commit
+ * waits to write, that transaction gives `email` to a new contact named `name`. The commit
+ * is refused whole as identity_taken, naming that contact: its id.
+ */
+async function commitWhileTaken(
+  id: string,
+  headers: Record<string, string>,
+  workspaceId: string,
+  name: string,
+  email: string,
+): Promise<string> {
+  const lock = holdTable(svc, 'contacts');
+  const tx = await lock.held;
+  const commit = svc.graph(COMMIT, { id }, headers);
+  await waiterOn(svc, 'contacts');
+  const [late] = await tx<{ id: string }[]>`
+    insert into contacts (workspace_id, name) values (${workspaceId}, ${name}) returning id`;
+  await tx`
+    insert into contact_identities (workspace_id, contact_id, channel, identifier, identifier_key)
+    values (${workspaceId}, ${late!.id}, 'email', ${email}, ${email})`;
+  await lock.release();
+  expectReason((await commit).body, 'CONFLICT', 'identity_taken', { ownerContactId: late!.id });
+  return late!.id;
+}
+
 describe('importFields', () => {
   test('offers the name, each kind of address and every live custom field', async () => {
     const { headers } = await workspace();
@@ -241,17 +267,8 @@ describe('importCommit', () => {
       headers,
     );
     await map(id, headers);
-    const lock = holdTable(svc, 'contacts');
-    const tx = await lock.held;
-    const commit = svc.graph(COMMIT, { id }, headers);
-    await waiterOn(svc, 'contacts'); // judged already: bea@example.com was free
-    const [late] = await tx<{ id: string }[]>`
-      insert into contacts (workspace_id, name) values (${workspaceId}, 'Bea Late') returning id`;
-    await tx`
-      insert into contact_identities (workspace_id, contact_id, channel, identifier, identifier_key)
-      values (${workspaceId}, ${late!.id}, 'email', 'bea@example.com', 'bea@example.com')`;
-    await lock.release();
-    expectReason((await commit).body, 'CONFLICT', 'identity_taken', { ownerContactId: late!.id });
+    // Judged already when it waits to write: bea@example.com was free.
+    await commitWhileTaken(id, headers, workspaceId, 'Bea Late', 'bea@example.com');
 
     // Nothing of the commit stayed; committed again, Bea's row names her holder.
     const [count] = await svc.db.database.sql<{ n: number }[]>`
@@ -397,25 +414,15 @@ describe('importCommit', () => {
     const { headers, workspaceId } = await workspace();
     const id = await stage(manyRows(), headers);
     dataOf(await map(id, headers), 'importSetMapping');
-    const lock = holdTable(svc, 'contacts');
-    const tx = await lock.held;
-    const commit = svc.graph(COMMIT, { id }, headers);
     // The first batch waits to be written, judged already: p1 was free.
-    await waiterOn(svc, 'contacts');
-    const [late] = await tx<{ id: string }[]>`
-      insert into contacts (workspace_id, name) values (${workspaceId}, 'Late') returning id`;
-    await tx`
-      insert into contact_identities (workspace_id, contact_id, channel, identifier, identifier_key)
-      values (${workspaceId}, ${late!.id}, 'email', 'p1@example.com', 'p1@example.com')`;
-    await lock.release();
-    expectReason((await commit).body, 'CONFLICT', 'identity_taken', { ownerContactId: late!.id });
+    const late = await commitWhileTaken(id, headers, workspaceId, 'Late', 'p1@example.com');
     const [count] = await svc.db.database.sql<{ n: number }[]>`
       select count(*)::int as n from contacts where workspace_id = ${workspaceId}`;
     expect(count!.n).toBe(1);
     // Committed again, the row whose address was taken is left out, naming its holder.
     const done = dataOf((await svc.graph(COMMIT, { id }, headers)).body, 'importCommit');
     expect(done).toMatchObject({ state: 'committed', createdCount: 4_499, skippedCount: 1 });
-    expect((await storedRow(workspaceId, id, 3)).contactId).toBe(late!.id);
+    expect((await storedRow(workspaceId, id, 3)).contactId).toBe(late);
   });
 
   test('a row refused identity_taken_by at commit names its holder’s contact', async () => {
