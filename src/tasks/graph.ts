@@ -4,7 +4,7 @@ import { builder } from '../graph/builder.js';
 import { connectionOf } from '../graph/connection.js';
 import { fieldsAskedOf } from '../graph/selection.js';
 import { taskLoaders } from './loaders.js';
-import { openTasksFromColumn, openTasksOfContactColumn } from './queries.js';
+import { openTasksFromColumn, openTasksOfContactColumn, type TaskField } from './queries.js';
 import {
   createTask,
   deleteTask,
@@ -27,8 +27,40 @@ import { pageSize } from '../paging/index.js';
 
 export const TaskObject = builder.objectRef<Task>('Task');
 
-/** The fields a list of tasks reads only when the operation asks one of them. */
-const TIMESTAMP_FIELDS = ['createdAt', 'updatedAt', 'completedAt'];
+/**
+ * The columns each field of Task shows. A list of tasks reads only the columns of the
+ * fields the operation asks of any task (with the id and due day it is ordered by); a field
+ * not named here (another domain's) has the list read every column.
+ */
+const FIELD_COLUMNS: Readonly<Record<string, readonly TaskField[]>> = {
+  __typename: [],
+  id: [],
+  title: ['title'],
+  dueOn: [],
+  status: ['status'],
+  priority: ['priority'],
+  contactId: ['contactId'],
+  contact: ['contactId'],
+  assigneeId: ['assigneeId'],
+  originSource: ['originSource'],
+  originEventId: ['originEventId'],
+  createdAt: ['createdAt'],
+  updatedAt: ['updatedAt'],
+  completedAt: ['completedAt'],
+};
+
+/** The columns for the fields an operation asks of tasks (the set is kept per operation). */
+const columnsFor = new WeakMap<ReadonlySet<string>, readonly TaskField[] | null>();
+
+function columnsAsked(asked: ReadonlySet<string>): readonly TaskField[] | undefined {
+  let columns = columnsFor.get(asked);
+  if (columns === undefined) {
+    const each = [...asked].map((field) => FIELD_COLUMNS[field]);
+    columns = each.every((c) => c !== undefined) ? [...new Set(each.flat())] : null;
+    columnsFor.set(asked, columns);
+  }
+  return columns ?? undefined;
+}
 
 /**
  * `tasks(...) { edges { node { contact } } }` reads each task's contact in the list's
@@ -45,7 +77,7 @@ const contactReadAhead: ReadAhead = {
 /** A task as a list read it, with its contact read ahead when the operation asked. */
 type ListedTask = Task & { contactRead?: unknown };
 
-/** The stored row behind a task read without its timestamps. */
+/** The stored row behind a task a list read without its timestamps. */
 async function stored(task: Task, ctx: Context): Promise<Task> {
   if (task.createdAt !== undefined) return task;
   return (await ctx.loaders.of(taskLoaders).tasks.load(task.id)) ?? task;
@@ -176,9 +208,9 @@ builder.queryFields((t) => ({
       after: t.arg.string({ required: false }),
     },
     resolve: (_root, args, ctx, info) => {
-      const asked = fieldsAskedOf(info, 'Task');
+      const fields = columnsAsked(fieldsAskedOf(info, 'Task'));
       return listTasks(ctx, args, {
-        timestamps: TIMESTAMP_FIELDS.some((f) => asked.has(f)),
+        ...(fields ? { fields } : {}),
         readAheads: readAheadsSelected(info, ctx, 'edges', 'node'),
       });
     },

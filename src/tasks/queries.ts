@@ -112,8 +112,12 @@ export function selectAssigneeTasks(
     status: string | null;
     after: TaskKey | null;
     limit: number;
-    /** Read the tasks' created, updated and completed times. @default true */
-    timestamps?: boolean;
+    /**
+     * The task's columns to read, besides its id and due day (the list's order and
+     * cursor); every column when absent. A task read without some is typed whole all the
+     * same: its reader asked for none of them.
+     */
+    fields?: readonly TaskField[];
     /**
      * Other domains' columns over each task row, each the row's property of its name (a
      * task's contact, read ahead for `Task.contact`); their placeholders take no values.
@@ -125,7 +129,7 @@ export function selectAssigneeTasks(
   const columns = args.columns ?? [];
   const shape: AssigneeShape = `${filter.kind}-${args.status === null ? 'any' : 'status'}-${
     !after ? 'first' : after.dueOn === null ? 'undated' : 'dated'
-  }-${args.timestamps === false ? 'untimed' : 'timed'}${columns.map((c) => `-${c.name}`).join('')}`;
+  }-${args.fields ? fieldsShape(args.fields) : 'all'}${columns.map((c) => `-${c.name}`).join('')}`;
   return assigneeTasks(
     db,
     shape,
@@ -148,36 +152,58 @@ export interface TaskColumn {
   column: SQL;
 }
 
-/**
- * Which conditions an assignee's list has (its filter, a status or none, its position)
- * and whether it reads the timestamps.
- */
-type AssigneeShape = `${ListFilter['kind']}-${'any' | 'status'}-${'first' | 'undated' | 'dated'}-${
-  'timed' | 'untimed'}${string}`;
+/** A task's own column, by its field's name. */
+export type TaskField = keyof Task;
+
+const taskColumns = getTableColumns(tasks);
+const TASK_FIELDS = Object.keys(taskColumns) as TaskField[];
+
+/** The columns a list always reads: its order and cursor are the due day, then the id. */
+const LIST_KEY: readonly TaskField[] = ['id', 'dueOn'];
+
+/** Shapes worked out, by the list of fields (the graph keeps one list per operation). */
+const shapes = new WeakMap<readonly TaskField[], string>();
 
 /**
- * A task without its created, updated and completed times, when the operation asks for
- * none: parsing three timestamps into Dates is most of mapping a row. Typed as the whole
- * task; the graph's `stored()` reads by id what a task lacks, should a field ask.
+ * A set of columns as part of a statement's shape: a bit per column of the table, in hex,
+ * so the same columns have one spelling whatever their order in `fields`.
  */
-const {
-  createdAt: _createdAt,
-  updatedAt: _updatedAt,
-  completedAt: _completedAt,
-  ...untimed
-} = getTableColumns(tasks);
-const untimedTaskColumns = untimed as ReturnType<typeof getTableColumns<typeof tasks>>;
+function fieldsShape(fields: readonly TaskField[]): string {
+  let shape = shapes.get(fields);
+  if (shape === undefined) {
+    let bits = 0;
+    for (const field of [...LIST_KEY, ...fields]) bits |= 1 << TASK_FIELDS.indexOf(field);
+    shapes.set(fields, (shape = `f${bits.toString(16)}`));
+  }
+  return shape;
+}
+
+/** The columns a shape's `fieldsShape` names, typed as the whole row (see `fields`). */
+function fieldsOfShape(part: string): typeof taskColumns {
+  if (part === 'all') return taskColumns;
+  const bits = Number.parseInt(part.slice(1), 16);
+  return Object.fromEntries(
+    TASK_FIELDS.filter((_, i) => bits & (1 << i)).map((field) => [field, taskColumns[field]]),
+  ) as typeof taskColumns;
+}
+
+/**
+ * Which conditions an assignee's list has (its filter, a status or none, its position)
+ * and which of the task's columns it reads.
+ */
+type AssigneeShape =
+  `${ListFilter['kind']}-${'any' | 'status'}-${'first' | 'undated' | 'dated'}-${string}`;
 
 /** `tasks(...)` of one assignee, built once per shape (the hot read of a task list). */
 const assigneeTasks = preparedFamily(
   'svc_assignee_tasks',
   (db, shape: AssigneeShape, columns: readonly TaskColumn[]) => {
-    const [kind, status, position, timed] = shape.split('-');
+    const [kind, status, position, fields = 'all'] = shape.split('-');
     const value = sql.placeholder('filter');
     const afterId = sql.placeholder('afterId');
     return db
       .select({
-        ...(timed === 'timed' ? getTableColumns(tasks) : untimedTaskColumns),
+        ...fieldsOfShape(fields),
         ...Object.fromEntries(columns.map(({ name, column }) => [name, column])),
       })
       .from(tasks)

@@ -15,6 +15,7 @@ import {
   updateTaskRow,
   type ListFilter,
   type TaskChanges,
+  type TaskField,
 } from './queries.js';
 import type { Task } from './tables.js';
 import type { ReadAheadChoice } from '../graph/read-ahead.js';
@@ -333,10 +334,11 @@ export async function listTasks(
   ctx: Context,
   args: ListTasksArgs,
   /**
-   * Read the tasks' created, updated and completed times (the operation asks one), and
-   * other domains' fields of each task ahead, in the same statement (src/graph/read-ahead.ts).
+   * Which of the tasks' columns to read (those the operation's fields show; all when not
+   * said), and other domains' fields of each task ahead, in the same statement
+   * (src/graph/read-ahead.ts).
    */
-  read: { timestamps: boolean; readAheads?: readonly ReadAheadChoice[] } = { timestamps: true },
+  read: { fields?: readonly TaskField[]; readAheads?: readonly ReadAheadChoice[] } = {},
 ): Promise<Page<Task>> {
   const { actor, workspaceId } = signedIn(ctx);
   const filter = filterOf(args);
@@ -355,7 +357,7 @@ export async function listTasks(
     status,
     after,
     limit: size + 1,
-    timestamps: read.timestamps,
+    ...(read.fields ? { fields: read.fields } : {}),
     columns: read.readAheads?.map(({ readAhead }) => readAhead),
   });
   for (const { readAhead, values } of read.readAheads ?? []) {

@@ -26,6 +26,7 @@ import {
 
 let svc: TestService;
 let db: Db;
+const schema = buildSchema();
 
 beforeAll(async () => {
   ({ svc, db } = await startServiceWithDb());
@@ -272,6 +273,65 @@ describe('tasks times', () => {
   });
 });
 
+describe('the columns a list of tasks reads', () => {
+  const ALL_FIELDS = `id title dueOn status priority contactId assigneeId originSource
+    originEventId createdAt updatedAt completedAt`;
+  const listOf = (fields: string) =>
+    `query ($day: Date) { tasks(date: $day, status: "all") { edges { cursor node { ${fields} } } } }`;
+  const nodes = (data: unknown) =>
+    (data as { tasks: { edges: { node: Record<string, unknown> }[] } }).tasks.edges.map(
+      (e) => e.node,
+    );
+
+  test('only the columns of the fields asked, and the same answer as a whole read', async () => {
+    const caller = await member();
+    const day = '2025-08-08';
+    const contact = await insertContact(db, svc.workspace, 'Col Umns');
+    await createTask(caller, { title: 'Narrow', dueOn: day, contactId: contact.id });
+    await createTask(caller, { title: 'Other', dueOn: day, priority: 'high' });
+    const narrow = await runLogged(caller, listOf('id title'), { day });
+    expect(narrow.result.errors).toBeUndefined();
+    expect(narrow.statements).toHaveLength(1);
+    const [listed] = narrow.statements;
+    for (const column of ['"title"', '"due_on"', '"id"']) expect(listed).toContain(column);
+    for (const column of ['"priority"', '"origin_source"', '"created_at"', '"assignee_id",']) {
+      expect(listed?.split(' from ')[0]).not.toContain(column);
+    }
+    // Every field asked: one statement, the answer of the task read one by one.
+    const whole = await runLogged(caller, listOf(ALL_FIELDS), { day });
+    expect(whole.result.errors).toBeUndefined();
+    expect(whole.statements).toHaveLength(1);
+    const listedNodes = nodes(whole.result.data);
+    expect(listedNodes).toHaveLength(2);
+    for (const node of listedNodes) {
+      const { body } = await svc.graph(
+        `query ($id: UUID!) { task(id: $id) { ${ALL_FIELDS} } }`,
+        { id: node.id },
+        caller.headers,
+      );
+      expect(body.data?.task).toEqual(node);
+    }
+    const titles = nodes(narrow.result.data).map((node) => node.title);
+    expect(titles.sort()).toEqual(['Narrow', 'Other']);
+  });
+
+  test('a field asked anywhere in the operation is read, through fragments too', async () => {
+    const caller = await member();
+    const day = '2025-08-09';
+    await createTask(caller, { title: 'Prioritised', dueOn: day, priority: 'high' });
+    const { result } = await runLogged(
+      caller,
+      `query ($day: Date) { tasks(date: $day) { edges { node { id ...More } } } }
+       fragment More on Task { priority createdAt }`,
+      { day },
+    );
+    expect(result.errors).toBeUndefined();
+    const [node] = nodes(result.data);
+    expect(node?.priority).toBe('high');
+    expect(typeof node?.createdAt).toBe('string');
+  });
+});
+
 describe('tasks paging', () => {
   test('walks every task once in due-day, id order and stays stable', async () => {
     const caller = await member();
@@ -378,6 +438,41 @@ describe('Contact.tasks', () => {
   });
 });
 
+/**
+ * Runs `source` as `caller` through the graph, in-process, with a database that records
+ * every statement the operation sends.
+ */
+async function runLogged(caller: Caller, source: string, variableValues: Record<string, unknown>) {
+  const statements: string[] = [];
+  const logged = drizzle(svc.service.database.sql, {
+    casing: 'snake_case',
+    logger: { logQuery: (query) => void statements.push(query) },
+  });
+  const context = createContext({
+    config: testConfig(),
+    database: { ...svc.service.database, db: logged },
+    log: captureLogger().log,
+    requestId: 'listed',
+    actor: {
+      userId: caller.user.id,
+      workspaceId: svc.workspace.id,
+      role: caller.user.role,
+      capabilities: new Set(),
+      token: null,
+      sessionId: 'listed',
+    },
+    access: svc.service.access,
+    clientAddress: '127.0.0.1',
+    headers: new Headers(),
+    responseCookies: [],
+    signal: new AbortController().signal,
+    cancel: () => {},
+    events: svc.service.events,
+  });
+  const result = await graphql({ schema, source, variableValues, contextValue: context });
+  return { result, statements };
+}
+
 describe('Task.contact in a list of tasks', () => {
   test("reads each task's contact in the list's own statement", async () => {
     const caller = await member();
@@ -386,40 +481,12 @@ describe('Task.contact in a list of tasks', () => {
     await createTask(caller, { title: 'with', dueOn: day, contactId: ada.id });
     await createTask(caller, { title: 'also with', dueOn: day, contactId: ada.id });
     await createTask(caller, { title: 'without', dueOn: day });
-    const statements: string[] = [];
-    const logged = drizzle(svc.service.database.sql, {
-      casing: 'snake_case',
-      logger: { logQuery: (query) => void statements.push(query) },
-    });
-    const signal = new AbortController().signal;
-    const context = createContext({
-      config: testConfig(),
-      database: { ...svc.service.database, db: logged },
-      log: captureLogger().log,
-      requestId: 'listed',
-      actor: {
-        userId: caller.user.id,
-        workspaceId: svc.workspace.id,
-        role: caller.user.role,
-        capabilities: new Set(),
-        token: null,
-        sessionId: 'listed',
-      },
-      access: svc.service.access,
-      clientAddress: '127.0.0.1',
-      headers: new Headers(),
-      responseCookies: [],
-      signal,
-      cancel: () => {},
-      events: svc.service.events,
-    });
-    const result = await graphql({
-      schema: buildSchema(),
-      source: `query ($day: Date) { tasks(date: $day) { edges { node { title
+    const { result, statements } = await runLogged(
+      caller,
+      `query ($day: Date) { tasks(date: $day) { edges { node { title
         contact { id name createdAt } } } } }`,
-      variableValues: { day },
-      contextValue: context,
-    });
+      { day },
+    );
     expect(result.errors).toBeUndefined();
     expect(statements).toHaveLength(1);
     const { body } = await svc.graph(
