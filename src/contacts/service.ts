@@ -30,7 +30,6 @@ import {
   insertIdentity,
   selectContactPage,
   selectDuplicates,
-  type ContactWithIdentities,
   type DuplicateRow,
   type IdentityFields,
   selectContactsByName,
@@ -248,16 +247,8 @@ export async function getContact(
     values: Object.assign({}, ...readAheads.map(({ values }) => values)) as Record<string, unknown>,
   });
   if (!contact) throw refuse('contact_not_found');
-  if (contact.identities) primed(ctx, contact as ContactWithIdentities);
-  for (const { readAhead, values } of readAheads) {
-    readAhead.prime(ctx, contact.id, contact[readAhead.name], values);
-  }
-  return contact;
-}
-
-/** Hands contacts' identities, read with them, to the request's identities loader. */
-function primed<T extends ContactWithIdentities | undefined>(ctx: Context, contact: T): T {
-  if (contact) ctx.loaders.of(contactLoaders).identities.prime(contact.id, contact.identities);
+  // It carries the identities and read-aheads read with it, which their fields answer; no
+  // loader is made or primed for a read that needs none.
   return contact;
 }
 

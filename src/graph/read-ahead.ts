@@ -14,8 +14,9 @@ import { selected } from './selection.js';
  * What a field's rows look like as one JSON column of its parent's row (a contact's open
  * tasks in the contact's own statement), declared by the domain that adds the field, in
  * the field's `extensions.readAhead`. The parent's resolver reads the columns of the
- * fields an operation selects, and each hands its rows to the field's loader: the field
- * then resolves as it always does, without a statement of its own.
+ * fields an operation selects; each rides on the parent's row under its name, and the
+ * field's resolver answers from there (no statement, no loader, no promise), or reads it
+ * itself when the row does not carry it.
  */
 export interface ReadAhead<V extends Record<string, unknown> = Record<string, unknown>> {
   /** The column's name in the parent's row, and its part of the statement's shape. */
@@ -24,8 +25,6 @@ export interface ReadAhead<V extends Record<string, unknown> = Record<string, un
   column: SQL;
   /** The placeholders' values for the field's arguments (may refuse them: no read-ahead). */
   values(args: Record<string, unknown>, ctx: Context): V;
-  /** Hands one parent's parsed column to the loader the field's resolver reads. */
-  prime(ctx: Context, parentId: string, json: unknown, values: V): void;
 }
 
 /** A read-ahead the operation asks for, with its placeholders' values. */

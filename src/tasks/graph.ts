@@ -15,6 +15,7 @@ import {
   TASK_STATUSES,
   type CreateTaskResult,
 } from './service.js';
+import type { Contact } from '../contacts/tables.js';
 import type { Task } from './tables.js';
 import { costs } from '../graph/complexity.js';
 import { WRITE } from '../graph/costs.js';
@@ -65,13 +66,12 @@ function columnsAsked(asked: ReadonlySet<string>): readonly TaskField[] | undefi
 /**
  * `tasks(...) { edges { node { contact } } }` reads each task's contact in the list's
  * statement: the column rides on each task's row, and `Task.contact` answers it from
- * there (no loader, no promise per task); nothing to prime.
+ * there (no loader, no promise per task).
  */
 const contactReadAhead: ReadAhead = {
   name: 'contactRead',
   column: contactOfTaskColumn,
   values: () => ({}),
-  prime: () => {},
 };
 
 /** A task as a list read it, with its contact read ahead when the operation asked. */
@@ -245,20 +245,26 @@ builder.mutationFields((t) => ({
   }),
 }));
 
-/** The loader `Contact.tasks` reads for a page size: its read-ahead primes this one. */
+/** The loader `Contact.tasks` reads for a page size when its contact's row has no tasks. */
 const openTasksOfContact = (ctx: Context, first: number) =>
   ctx.loaders.of(taskLoaders).openTasksOfContact(first);
 
-/** `contact(id) { tasks }` reads the tasks in the contact's statement. */
+/**
+ * `contact(id) { tasks }` reads the tasks in the contact's statement: the column rides on
+ * the contact's row, and `Contact.tasks` answers it from there (no loader, no promise).
+ * The row carries it only when every selection of the field under that contact asks the
+ * same page (src/graph/read-ahead.ts), so any of them may answer from it.
+ */
 const openTasksReadAhead: ReadAhead<{ openTasksFirst: number }> = {
   name: 'openTasks',
   column: openTasksOfContactColumn,
   values: (args, ctx) => ({
     openTasksFirst: pageSize(args['first'] as number | null | undefined, ctx.config),
   }),
-  prime: (ctx, contactId, json, { openTasksFirst }) =>
-    void openTasksOfContact(ctx, openTasksFirst).prime(contactId, openTasksFromColumn(json)),
 };
+
+/** A contact as a read gave it, with its open tasks read ahead when the operation asked. */
+type ContactRead = Contact & { openTasks?: unknown };
 
 builder.objectField(ContactObject, 'tasks', (t) =>
   t.field({
@@ -267,7 +273,9 @@ builder.objectField(ContactObject, 'tasks', (t) =>
     args: { first: t.arg.int({ required: false }) },
     // One read for every contact of a page (a DataLoader): the rows are the cost.
     extensions: { ...costs({ cost: 0 }), readAhead: openTasksReadAhead },
-    resolve: (contact, args, ctx) =>
-      openTasksOfContact(ctx, pageSize(args.first, ctx.config)).load(contact.id),
+    resolve: (contact: ContactRead, args, ctx) =>
+      contact.openTasks !== undefined
+        ? openTasksFromColumn(contact.openTasks)
+        : openTasksOfContact(ctx, pageSize(args.first, ctx.config)).load(contact.id),
   }),
 );

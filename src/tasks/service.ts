@@ -360,8 +360,5 @@ export async function listTasks(
     ...(read.fields ? { fields: read.fields } : {}),
     columns: read.readAheads?.map(({ readAhead }) => readAhead),
   });
-  for (const { readAhead, values } of read.readAheads ?? []) {
-    for (const row of rows) readAhead.prime(ctx, row.id, row[readAhead.name], values);
-  }
   return toPage(rows, size, (task) => encodeCursor(CURSOR_FIELD, [task.dueOn ?? '', task.id]));
 }
