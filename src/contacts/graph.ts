@@ -204,6 +204,7 @@ builder.queryFields((t) => ({
     resolve: (_root, args, ctx, info) =>
       getContact(ctx, args.id, {
         identities: identityFieldsTo(info, 'identities'),
+        timestamps: selects(info, 'createdAt') || selects(info, 'updatedAt'),
         readAheads: readAheadsSelected(info, ctx),
       }),
   }),

@@ -651,6 +651,11 @@ export interface ContactColumn {
 /** What a contact's statement reads besides the contact. */
 export interface ContactRead {
   identities: IdentityFields | null;
+  /**
+   * Read the contact's created and updated times (the operation asks one); a contact
+   * without them has them read by id if a field asks after all (`stored`). @default true
+   */
+  timestamps?: boolean;
   columns: readonly ContactColumn[];
   /** The columns' placeholders. */
   values: Record<string, unknown>;
@@ -669,7 +674,8 @@ export async function findContactReading(
   id: string,
   read: ContactRead,
 ): Promise<ContactReadRow | undefined> {
-  const shape = [read.identities ?? 'plain', ...read.columns.map((c) => c.name)];
+  const timed = read.timestamps === false ? 'untimed' : 'timed';
+  const shape = [read.identities ?? 'plain', timed, ...read.columns.map((c) => c.name)];
   const [row] = await contactReading(
     db,
     shape.join('_'),
@@ -694,10 +700,10 @@ const byKey = () =>
 
 const contactReading = preparedFamily(
   'svc_contact_reading',
-  (db, _shape: string, identities: IdentityFields | null, columns: readonly ContactColumn[]) =>
+  (db, shape: string, identities: IdentityFields | null, columns: readonly ContactColumn[]) =>
     db
       .select({
-        ...getTableColumns(contacts),
+        ...pageColumns(shape.split('_')[1] === 'timed'),
         ...(identities ? { identities: identitiesColumn(identities) } : {}),
         ...Object.fromEntries(columns.map(({ name, column }) => [name, column])),
       })

@@ -236,13 +236,19 @@ export async function deleteContactIdentity(
 export async function getContact(
   ctx: Context,
   id: string,
-  options: { identities?: IdentityFields | null; readAheads?: readonly ReadAheadChoice[] } = {},
+  options: {
+    identities?: IdentityFields | null;
+    /** Read its created and updated times (the operation asks one). @default true */
+    timestamps?: boolean;
+    readAheads?: readonly ReadAheadChoice[];
+  } = {},
 ): Promise<Contact> {
   const { workspaceId } = signedIn(ctx);
   const db = ctx.database.db;
   const readAheads = options.readAheads ?? [];
   const contact = await findContactReading(db, workspaceId, id, {
     identities: options.identities ?? null,
+    timestamps: options.timestamps !== false,
     columns: readAheads.map(({ readAhead }) => readAhead),
     values: Object.assign({}, ...readAheads.map(({ values }) => values)) as Record<string, unknown>,
   });

@@ -351,6 +351,30 @@ describe('contactPage', () => {
     expect(itemOf(spread.data ?? {})).toEqual({ id: ada.id, ...times });
   });
 
+  test('contact(id) answers its times when asked, by name, through a fragment or not at all', async () => {
+    const ada = made['Ada Byron']!;
+    const times = { createdAt: ada.createdAt, updatedAt: ada.updatedAt };
+    const one = async (query: string) => {
+      const { body } = await svc.graph(query, { id: ada.id }, headers);
+      expect(body.errors).toBeUndefined();
+      return dataOf<Record<string, unknown>>(body, 'contact');
+    };
+    expect(await one('query ($id: UUID!) { contact(id: $id) { id name } }')).toEqual({
+      id: ada.id,
+      name: ada.name,
+    });
+    expect(await one('query ($id: UUID!) { contact(id: $id) { id createdAt updatedAt } }')).toEqual(
+      { id: ada.id, ...times },
+    );
+    expect(
+      await one(`query ($id: UUID!) { contact(id: $id) { id ...Times } }
+        fragment Times on Contact { updatedAt createdAt }`),
+    ).toEqual({ id: ada.id, ...times });
+    expect(
+      await one('query ($id: UUID!) { contact(id: $id) { id ... on Contact { createdAt } } }'),
+    ).toEqual({ id: ada.id, createdAt: ada.createdAt });
+  });
+
   test('contact answers one contact with its identities', async () => {
     const mary = made['Mary Somerville']!;
     const { body } = await svc.graph(CONTACT, { id: mary.id }, headers);
