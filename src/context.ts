@@ -77,13 +77,15 @@ export function signedIn(ctx: Context): SignedInContext {
 }
 
 /**
- * What a context is made of; `log`, `signal` and `headers` may be the functions that make
- * them, on first use (most requests never log, and `{ version }` reads neither of the others).
+ * What a context is made of; `requestId`, `log`, `signal` and `headers` may be the
+ * functions that make them, on first use (most requests never log, so never need an id,
+ * and `{ version }` reads neither of the others).
  */
 export type ContextFields = Omit<
   Context,
-  'workspaceId' | 'loaders' | 'log' | 'signal' | 'headers'
+  'workspaceId' | 'loaders' | 'requestId' | 'log' | 'signal' | 'headers'
 > & {
+  requestId: string | (() => string);
   log: Logger | (() => Logger);
   signal: AbortSignal | (() => AbortSignal);
   headers: Headers | (() => Headers);
@@ -97,13 +99,14 @@ export type ContextFields = Omit<
 export function createContext(fields: ContextFields): Context {
   const workspaceId = fields.actor?.workspaceId ?? null;
   const { log: logOrMake, signal: signalOrMake, headers: headersOrMake, database } = fields;
+  const { requestId: idOrMake } = fields;
+  let requestId = typeof idOrMake === 'function' ? undefined : idOrMake;
   let log = typeof logOrMake === 'function' ? undefined : logOrMake;
   let signal = typeof signalOrMake === 'function' ? undefined : signalOrMake;
   let headers = typeof headersOrMake === 'function' ? undefined : headersOrMake;
   const context: Context = {
     config: fields.config,
     database,
-    requestId: fields.requestId,
     actor: fields.actor,
     workspaceId,
     // The request's database view is made on first use (src/db/gate.ts), by loaders too.
@@ -113,6 +116,9 @@ export function createContext(fields: ContextFields): Context {
     responseCookies: fields.responseCookies,
     events: fields.events,
     cancel: fields.cancel,
+    get requestId() {
+      return (requestId ??= (idOrMake as () => string)());
+    },
     get log() {
       return (log ??= (logOrMake as () => Logger)());
     },

@@ -13,7 +13,8 @@ export type LoaderFactory<T> = (db: Db, workspaceId: string) => T;
  * so a page's rows batch into one read and nothing cached outlives the request.
  */
 export class RequestLoaders {
-  readonly #made = new Map<LoaderFactory<unknown>, unknown>();
+  /** Made with the first loaders: most reads answer from their own statement and need none. */
+  #made: Map<LoaderFactory<unknown>, unknown> | undefined;
 
   /** `db` is the request's database view, or the function that makes it on first use. */
   constructor(
@@ -23,11 +24,12 @@ export class RequestLoaders {
 
   /** This request's instance of `factory`'s loaders; only a signed-in caller has them. */
   of<T>(factory: LoaderFactory<T>): T {
-    if (this.#made.has(factory)) return this.#made.get(factory) as T;
+    const made = (this.#made ??= new Map());
+    if (made.has(factory)) return made.get(factory) as T;
     if (this.workspaceId === null) throw refuse('authentication_required');
-    const made = factory(typeof this.db === 'function' ? this.db() : this.db, this.workspaceId);
-    this.#made.set(factory, made);
-    return made;
+    const loaders = factory(typeof this.db === 'function' ? this.db() : this.db, this.workspaceId);
+    made.set(factory, loaders);
+    return loaders;
   }
 }
 

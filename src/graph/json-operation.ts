@@ -47,7 +47,9 @@ export function jsonOperation(
     return null;
   }
   if (!isRecord(params) || typeof params.query !== 'string') return null;
-  for (const [name, value] of Object.entries(params)) {
+  // `for…in` over a parsed object walks its own keys, without an array of entries.
+  for (const name in params) {
+    const value = params[name];
     if (value === null || value === undefined || name === 'query') continue;
     if (!PARAMETERS.has(name)) return null;
     if (name === 'operationName' ? typeof value !== 'string' : !isRecord(value)) return null;

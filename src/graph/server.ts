@@ -63,6 +63,12 @@ export interface GraphServer {
   ): Promise<JsonAnswer>;
 }
 
+/** Each JSON media type's Content-Type, made once rather than per answer. */
+const CONTENT_TYPES: Readonly<Record<JsonMediaType, string>> = {
+  'application/json': 'application/json; charset=utf-8',
+  'application/graphql-response+json': 'application/graphql-response+json; charset=utf-8',
+};
+
 /** An answer without errors (HTTP 200 with this text), or Yoga's Response for another. */
 export type JsonAnswer = { text: string; contentType: string } | { response: Response };
 
@@ -114,7 +120,7 @@ export function createGraphServer(schema: GraphQLSchema, config: Config, log: Lo
     // Yoga's handler asks the adapter's `waitUntil` of its context; nothing here uses it.
     handleOperation: async (request, context) => yoga.handle(request, context as never),
     async answerJson(operation, mediaType, request, context) {
-      const contentType = `${mediaType}; charset=utf-8`;
+      const contentType = CONTENT_TYPES[mediaType];
       // A query a signed-in caller sent before, without Yoga's pipeline (direct.ts).
       if (direct && context.actor) {
         const answer = await direct.run(operation, context as Context);

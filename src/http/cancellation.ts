@@ -36,15 +36,7 @@ export function createCancellation(shutdownSignal: AbortSignal) {
      * aborted at once if the client went away or shutdown began meanwhile, as `begin` is.
      */
     lazy(res: ServerResponse): LazyCancellation {
-      let controller: AbortController | undefined;
-      return {
-        get signal() {
-          return (controller ??= begin(res)).signal;
-        },
-        abort(reason) {
-          (controller ??= begin(res)).abort(reason);
-        },
-      };
+      return new LazyController(begin, res);
     },
   };
 }
@@ -53,4 +45,19 @@ export function createCancellation(shutdownSignal: AbortSignal) {
 export interface LazyCancellation {
   readonly signal: AbortSignal;
   abort(reason?: unknown): void;
+}
+
+/** One object per request, its accessors on the prototype (no closures per request). */
+class LazyController implements LazyCancellation {
+  #controller: AbortController | undefined;
+  constructor(
+    private readonly begin: (res: ServerResponse) => AbortController,
+    private readonly res: ServerResponse,
+  ) {}
+  get signal(): AbortSignal {
+    return (this.#controller ??= this.begin(this.res)).signal;
+  }
+  abort(reason?: unknown): void {
+    (this.#controller ??= this.begin(this.res)).abort(reason);
+  }
 }

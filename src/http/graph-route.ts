@@ -334,7 +334,9 @@ export function createGraphRoute(deps: GraphRouteDeps) {
           deps.graph.fetchAPI.Request,
           requestHeaders(),
         );
-      const requestId = randomUUID();
+      // Made when first read: by a log line, which most requests never write.
+      let requestId: string | undefined;
+      const idOf = () => (requestId ??= randomUUID());
       const responseCookies: string[] = [];
       const context = createContext({
         config,
@@ -343,8 +345,8 @@ export function createGraphRoute(deps: GraphRouteDeps) {
           () => controller.signal,
           () => requestedOperation(url(), read),
         ),
-        log: () => log.child({ requestId }),
-        requestId,
+        log: () => log.child({ requestId: idOf() }),
+        requestId: idOf,
         actor,
         access: deps.access,
         clientAddress,

@@ -12,6 +12,11 @@ import {
 export function readBody(req: IncomingMessage, maxBytes: number): Promise<Buffer | 'too-large'> {
   const declared = Number(req.headers['content-length']);
   if (Number.isFinite(declared) && declared > maxBytes) return Promise.resolve('too-large');
+  // A small body usually arrives with its head: by the time it is read, Node's parser has
+  // buffered all of it and ended the stream. It is taken at once, with no listeners.
+  if (req.complete && !req.readableFlowing && req.readableLength <= maxBytes) {
+    return Promise.resolve((req.read() as Buffer | null) ?? Buffer.alloc(0));
+  }
   // Listeners rather than the stream's async iterator, which costs a promise per chunk.
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
