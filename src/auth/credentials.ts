@@ -26,24 +26,39 @@ const anonymous: Credential = { actor: null };
 /**
  * The request's caller. With a serving process's `cache` (src/auth/credential-cache.ts), a
  * credential read in the last few seconds and not revoked since is not read again; its
- * secret is still checked.
+ * secret is still checked. Such a caller is answered at once, not as a promise: the
+ * common request waits for nothing here.
  */
-export async function resolveCredential(
+export function resolveCredential(
   db: Db,
   catalogue: AccessCatalogue,
   headers: { authorization?: string; cookie?: string },
   cache?: CredentialCache,
-): Promise<Credential> {
-  const bearer = /^Bearer\s+(\S+)\s*$/i.exec(headers.authorization ?? '')?.[1];
+): Credential | Promise<Credential> {
   if (headers.authorization !== undefined) {
-    if (!bearer) return { invalidToken: true };
-    const actor = await actorFromToken(db, catalogue, bearer, cache);
-    return actor ? { actor } : { invalidToken: true };
+    const bearer = /^Bearer\s+(\S+)\s*$/i.exec(headers.authorization)?.[1];
+    if (!bearer) return invalidToken;
+    const actor = actorFromToken(db, catalogue, bearer, cache);
+    return isPromise(actor) ? actor.then(tokenCredential) : tokenCredential(actor);
   }
   const cookie = sessionFromCookie(headers.cookie);
   if (!cookie) return anonymous;
-  const actor = await actorFromSession(db, catalogue, cookie, cache);
+  const actor = actorFromSession(db, catalogue, cookie, cache);
+  return isPromise(actor) ? actor.then(sessionCredential) : sessionCredential(actor);
+}
+
+const invalidToken: Credential = { invalidToken: true };
+
+function tokenCredential(actor: Actor | null): Credential {
+  return actor ? { actor } : invalidToken;
+}
+
+function sessionCredential(actor: Actor | null): Credential {
   return actor ? { actor } : anonymous;
+}
+
+function isPromise<T>(value: T | Promise<T>): value is Promise<T> {
+  return value instanceof Promise;
 }
 
 /**
@@ -107,33 +122,34 @@ const sessionLookup = prepared('svc_session_lookup', (db) =>
 );
 
 /**
- * A credential's row and caller, read from `cache` when held there, else by `read` (and
- * then held); null unless the presented secret matches its hash.
+ * A credential's row and caller, read from `cache` when held there (answered at once),
+ * else by `read` (and then held); null unless the presented secret matches its hash.
  */
-async function credentialOf(
+function credentialOf(
   kind: 'token' | 'session',
   parsed: ParsedSecret,
   cache: CredentialCache | undefined,
   read: () => Promise<HeldCredential | null>,
-): Promise<HeldCredential | null> {
+): HeldCredential | null | Promise<HeldCredential | null> {
   const key = cache && credentialKey(kind, parsed.workspaceId, parsed.id);
   const held = key ? cache.read(key) : undefined;
   if (held) return secretMatches(held.secretHash, parsed.secret) ? held : null;
   const mark = cache?.mark() ?? 0;
-  const found = await read();
-  if (!found || !secretMatches(found.secretHash, parsed.secret)) return null;
-  return key ? cache.keep(key, found, mark) : found;
+  return read().then((found) => {
+    if (!found || !secretMatches(found.secretHash, parsed.secret)) return null;
+    return key ? cache.keep(key, found, mark) : found;
+  });
 }
 
-async function actorFromToken(
+function actorFromToken(
   db: Db,
   catalogue: AccessCatalogue,
   text: string,
   cache: CredentialCache | undefined,
-): Promise<Actor | null> {
+): Actor | null | Promise<Actor | null> {
   const parsed = parseSecret(TOKEN_PREFIX, text);
   if (!parsed) return null;
-  const held = await credentialOf('token', parsed, cache, async () => {
+  const held = credentialOf('token', parsed, cache, async () => {
     const [row] = await tokenLookup(db, { workspaceId: parsed.workspaceId, id: parsed.id });
     if (!row) return null;
     const token = {
@@ -147,27 +163,42 @@ async function actorFromToken(
       lastUsedAt: row.lastUsedAt,
     };
   });
-  if (!held) return null;
-  if (!held.lastUsedAt || Date.now() - held.lastUsedAt.getTime() > LAST_USED_RESOLUTION_MS) {
-    // Noted first, so the requests that meet it meanwhile do not write it too.
-    held.lastUsedAt = new Date();
-    await db
-      .update(apiTokens)
-      .set({ lastUsedAt: sql`now()` })
-      .where(and(eq(apiTokens.workspaceId, parsed.workspaceId), eq(apiTokens.id, parsed.id)));
-  }
-  return held.actor;
+  return isPromise(held)
+    ? held.then((found) => tokenActor(db, parsed, found))
+    : tokenActor(db, parsed, held);
 }
 
-async function actorFromSession(
+/**
+ * The caller of a token found, once its use is noted: `lastUsedAt` is written at most once
+ * a minute, and only then is there anything to wait for.
+ */
+function tokenActor(
+  db: Db,
+  parsed: ParsedSecret,
+  held: HeldCredential | null,
+): Actor | null | Promise<Actor | null> {
+  if (!held) return null;
+  if (held.lastUsedAt && Date.now() - held.lastUsedAt.getTime() <= LAST_USED_RESOLUTION_MS) {
+    return held.actor;
+  }
+  // Noted first, so the requests that meet it meanwhile do not write it too.
+  held.lastUsedAt = new Date();
+  return db
+    .update(apiTokens)
+    .set({ lastUsedAt: sql`now()` })
+    .where(and(eq(apiTokens.workspaceId, parsed.workspaceId), eq(apiTokens.id, parsed.id)))
+    .then(() => held.actor);
+}
+
+function actorFromSession(
   db: Db,
   catalogue: AccessCatalogue,
   text: string,
   cache: CredentialCache | undefined,
-): Promise<Actor | null> {
+): Actor | null | Promise<Actor | null> {
   const parsed = parseSecret('', text);
   if (!parsed) return null;
-  const held = await credentialOf('session', parsed, cache, async () => {
+  const held = credentialOf('session', parsed, cache, async () => {
     const [row] = await sessionLookup(db, { workspaceId: parsed.workspaceId, id: parsed.id });
     if (!row) return null;
     return {
@@ -176,7 +207,7 @@ async function actorFromSession(
       lastUsedAt: null,
     };
   });
-  return held?.actor ?? null;
+  return isPromise(held) ? held.then((found) => found?.actor ?? null) : (held?.actor ?? null);
 }
 
 /** The caller a credential row signs in, short of the credential itself. */

@@ -40,7 +40,7 @@ afterAll(async () => {
   await db?.drop();
 });
 
-function resolve(headers: { authorization?: string; cookie?: string }): Promise<Credential> {
+async function resolve(headers: { authorization?: string; cookie?: string }): Promise<Credential> {
   return resolveCredential(db.database.db, catalogue, headers, held.cache);
 }
 
