@@ -12,7 +12,7 @@ import {
 } from 'drizzle-orm';
 import { alias, type AnyPgColumn } from 'drizzle-orm/pg-core';
 import type { Db } from '../db/client.js';
-import { jsonRows } from '../db/json-rows.js';
+import { jsonRows, type JsonRows } from '../db/json-rows.js';
 import { anyUuid, prepared, preparedFamily } from '../db/prepared.js';
 import type { NormalisedIdentity } from './channels.js';
 import {
@@ -645,6 +645,8 @@ export async function findContact(
 export interface ContactColumn {
   /** The row's property holding it. */
   name: string;
+  /** Its part of the statement's shape. @default name */
+  shape?: string;
   column: SQL;
 }
 
@@ -675,7 +677,7 @@ export async function findContactReading(
   read: ContactRead,
 ): Promise<ContactReadRow | undefined> {
   const timed = read.timestamps === false ? 'untimed' : 'timed';
-  const shape = [read.identities ?? 'plain', timed, ...read.columns.map((c) => c.name)];
+  const shape = [read.identities ?? 'plain', timed, ...read.columns.map((c) => c.shape ?? c.name)];
   const [row] = await contactReading(
     db,
     shape.join('_'),
@@ -1039,16 +1041,29 @@ export async function selectDuplicates(
 }
 
 const contactRow = jsonRows<Contact>(getTableColumns(contacts));
+/** A contact without its timestamps; typed whole, as a page's (`stored` reads them by id). */
+const untimedContactRow = jsonRows<Contact>(untimedContactColumns);
+
+/** The contact the outer `tasks` row names, as `rows` carries it (null without one). */
+const contactOfTask = (rows: JsonRows<Contact>) =>
+  sql<unknown>`(select ${rows.row} from ${contacts}
+  where ${contacts.workspaceId} = "tasks"."workspace_id" and ${contacts.id} = "tasks"."contact_id")`;
 
 /**
  * The contact the outer `tasks` row of a statement names, as one JSON column (null for a
  * task without one): a page of tasks and their contacts in one statement (the tasks
- * domain's `Task.contact` reads ahead with it).
+ * domain's `Task.contact` reads ahead with it). `Untimed`: without its created and updated
+ * times, for an operation that asks neither of any contact.
  */
-export const contactOfTaskColumn = sql<unknown>`(select ${contactRow.row} from ${contacts}
-  where ${contacts.workspaceId} = "tasks"."workspace_id" and ${contacts.id} = "tasks"."contact_id")`;
+export const contactOfTaskColumn = contactOfTask(contactRow);
+export const untimedContactOfTaskColumn = contactOfTask(untimedContactRow);
 
-/** {@link contactOfTaskColumn}'s value as the contact's row, or null. */
+/** Either column's value as the contact's row (without times from the untimed one), or null. */
 export function contactFromColumn(json: unknown): Contact | null {
-  return json ? (contactRow.revive([json])[0] ?? null) : null;
+  if (!json) return null;
+  const rows = (json as unknown[]).length === UNTIMED_WIDTH ? untimedContactRow : contactRow;
+  return rows.revive([json])[0] ?? null;
 }
+
+/** How many values the untimed column's row has (the whole row has more). */
+const UNTIMED_WIDTH = Object.keys(untimedContactColumns).length;

@@ -19,12 +19,19 @@ import { selected } from './selection.js';
  * itself when the row does not carry it.
  */
 export interface ReadAhead<V extends Record<string, unknown> = Record<string, unknown>> {
-  /** The column's name in the parent's row, and its part of the statement's shape. */
+  /** The column's name in the parent's row. */
   name: string;
+  /** Its part of the statement's shape, when variants share the name. @default name */
+  shape?: string;
   /** The column, over the parent's row; the field's arguments come as `values`' placeholders. */
   column: SQL;
   /** The placeholders' values for the field's arguments (may refuse them: no read-ahead). */
   values(args: Record<string, unknown>, ctx: Context): V;
+  /**
+   * The read-ahead to use for this operation, when the column may carry less than the
+   * whole row (what the operation asks of the field's type). @default this one
+   */
+  choose?(info: GraphQLResolveInfo): ReadAhead<V>;
 }
 
 /** A read-ahead the operation asks for, with its placeholders' values. */
@@ -77,7 +84,8 @@ export function readAheadsSelected(
       );
       const first = JSON.stringify(each[0]);
       if (each.every((values) => JSON.stringify(values) === first)) {
-        chosen.push({ readAhead, values: each[0] as Record<string, unknown> });
+        const chosenOne = readAhead.choose?.(info) ?? readAhead;
+        chosen.push({ readAhead: chosenOne, values: each[0] as Record<string, unknown> });
       }
     } catch {
       // The field's own resolver meets the same arguments and answers for them.

@@ -22,7 +22,11 @@ import { WRITE } from '../graph/costs.js';
 import { limited } from '../graph/input-limits.js';
 import type { Context } from '../context.js';
 import { readAheadsSelected, type ReadAhead } from '../graph/read-ahead.js';
-import { contactFromColumn, contactOfTaskColumn } from '../contacts/queries.js';
+import {
+  contactFromColumn,
+  contactOfTaskColumn,
+  untimedContactOfTaskColumn,
+} from '../contacts/queries.js';
 import { TEXT_MAX } from '../limits.js';
 import { pageSize } from '../paging/index.js';
 
@@ -66,11 +70,23 @@ function columnsAsked(asked: ReadonlySet<string>): readonly TaskField[] | undefi
 /**
  * `tasks(...) { edges { node { contact } } }` reads each task's contact in the list's
  * statement: the column rides on each task's row, and `Task.contact` answers it from
- * there (no loader, no promise per task).
+ * there (no loader, no promise per task). Without its created and updated times when the
+ * operation asks neither of any contact (`Contact.createdAt` reads them by id otherwise).
  */
 const contactReadAhead: ReadAhead = {
   name: 'contactRead',
   column: contactOfTaskColumn,
+  values: () => ({}),
+  choose: (info) => {
+    const asked = fieldsAskedOf(info, 'Contact');
+    return asked.has('createdAt') || asked.has('updatedAt') ? contactReadAhead : untimedContact;
+  },
+};
+
+const untimedContact: ReadAhead = {
+  name: 'contactRead',
+  shape: 'contactReadUntimed',
+  column: untimedContactOfTaskColumn,
   values: () => ({}),
 };
 

@@ -129,7 +129,7 @@ export function selectAssigneeTasks(
   const columns = args.columns ?? [];
   const shape: AssigneeShape = `${filter.kind}-${args.status === null ? 'any' : 'status'}-${
     !after ? 'first' : after.dueOn === null ? 'undated' : 'dated'
-  }-${args.fields ? fieldsShape(args.fields) : 'all'}${columns.map((c) => `-${c.name}`).join('')}`;
+  }-${args.fields ? fieldsShape(args.fields) : 'all'}${columns.map((c) => `-${c.shape ?? c.name}`).join('')}`;
   return assigneeTasks(
     db,
     shape,
@@ -149,6 +149,8 @@ export function selectAssigneeTasks(
 /** A column another domain reads over a task row (see `selectAssigneeTasks`). */
 export interface TaskColumn {
   name: string;
+  /** Its part of the statement's shape. @default name */
+  shape?: string;
   column: SQL;
 }
 

@@ -507,6 +507,49 @@ describe('Task.contact in a list of tasks', () => {
   });
 });
 
+describe("the task's contact a list reads", () => {
+  test('without its times when no field asks for them, with them when one does', async () => {
+    const caller = await member();
+    const day = '2025-11-12';
+    const ada = await insertContact(db, svc.workspace, 'Ada Untimed');
+    await createTask(caller, { title: 'about Ada', dueOn: day, contactId: ada.id });
+    const brief = await runLogged(
+      caller,
+      'query ($day: Date) { tasks(date: $day) { edges { node { contact { id name } } } } }',
+      { day },
+    );
+    expect(brief.result.errors).toBeUndefined();
+    expect(brief.statements).toHaveLength(1);
+    expect(brief.statements[0]).not.toContain('"created_at"');
+    const [briefNode] = (
+      brief.result.data?.tasks as { edges: { node: { contact: unknown } }[] }
+    ).edges.map((edge) => edge.node);
+    expect(briefNode?.contact).toEqual({ id: ada.id, name: 'Ada Untimed' });
+    // Asked through a fragment elsewhere in the operation: read with the contact, no
+    // statement of its own.
+    const timed = await runLogged(
+      caller,
+      `query ($day: Date) { tasks(date: $day) { edges { node { contact { id ...Times } } } } }
+       fragment Times on Contact { updatedAt }`,
+      { day },
+    );
+    expect(timed.result.errors).toBeUndefined();
+    expect(timed.statements).toHaveLength(1);
+    const { body } = await svc.graph(
+      'query ($id: UUID!) { contact(id: $id) { updatedAt } }',
+      { id: ada.id },
+      caller.headers,
+    );
+    const [timedNode] = (
+      timed.result.data?.tasks as { edges: { node: { contact: unknown } }[] }
+    ).edges.map((edge) => edge.node);
+    expect(timedNode?.contact).toEqual({
+      id: ada.id,
+      updatedAt: (body.data?.contact as { updatedAt: string }).updatedAt,
+    });
+  });
+});
+
 describe('Contact.tasks from the contacts fields', () => {
   test('a token scoped contacts:read reads contact { tasks } without tasks:read', async () => {
     const owner = await member();
