@@ -505,10 +505,8 @@ describe('Task.contact in a list of tasks', () => {
       { title: 'without', contact: null },
     ]);
   });
-});
 
-describe("the task's contact a list reads", () => {
-  test('without its times when no field asks for them, with them when one does', async () => {
+  test('reads it without its times when no field asks for them, with them when one does', async () => {
     const caller = await member();
     const day = '2025-11-12';
     const ada = await insertContact(db, svc.workspace, 'Ada Untimed');
