@@ -1,3 +1,4 @@
+import { isPromise } from 'node:util/types';
 import { and, eq, sql, type SQL } from 'drizzle-orm';
 import type { PgColumn } from 'drizzle-orm/pg-core';
 import type { Actor } from '../context.js';
@@ -55,10 +56,6 @@ function tokenCredential(actor: Actor | null): Credential {
 
 function sessionCredential(actor: Actor | null): Credential {
   return actor ? { actor } : anonymous;
-}
-
-function isPromise<T>(value: T | Promise<T>): value is Promise<T> {
-  return value instanceof Promise;
 }
 
 /**
@@ -183,11 +180,16 @@ function tokenActor(
   }
   // Noted first, so the requests that meet it meanwhile do not write it too.
   held.lastUsedAt = new Date();
-  return db
+  return noteUse(db, parsed, held.actor);
+}
+
+/** Writes a token's `lastUsedAt`; answers its caller once written. */
+async function noteUse(db: Db, parsed: ParsedSecret, actor: Actor): Promise<Actor> {
+  await db
     .update(apiTokens)
     .set({ lastUsedAt: sql`now()` })
-    .where(and(eq(apiTokens.workspaceId, parsed.workspaceId), eq(apiTokens.id, parsed.id)))
-    .then(() => held.actor);
+    .where(and(eq(apiTokens.workspaceId, parsed.workspaceId), eq(apiTokens.id, parsed.id)));
+  return actor;
 }
 
 function actorFromSession(
