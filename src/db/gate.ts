@@ -135,6 +135,30 @@ class LazyQuery implements PromiseLike<unknown> {
  * So such a statement waits only for the one turn the caller's other statements never
  * take, and other such statements before it, which wait for no turn of the caller's.
  */
+/**
+ * A request's view of the pool. Its drizzle is made on first read: an operation that runs
+ * no statement (`{ version }`) makes none. A class, so that every view shares one shape
+ * (a getter in an object literal gives each its own, src/context.ts says why that costs).
+ */
+class RequestDatabase implements Database {
+  #db: Database['db'] | undefined;
+  constructor(
+    readonly sql: Sql,
+    private readonly make: (caller: string, signal: AbortSignal) => Database['db'],
+    private readonly caller: string,
+    private readonly signal: AbortSignal | (() => AbortSignal),
+  ) {}
+
+  get db(): Database['db'] {
+    const { signal } = this;
+    return (this.#db ??= this.make(this.caller, typeof signal === 'function' ? signal() : signal));
+  }
+
+  close(): Promise<void> {
+    return Promise.resolve();
+  }
+}
+
 export function createQueryGate(database: Database, options: QueryGateOptions): QueryGate {
   const share = Math.max(1, options.share);
   /** What the caller's statements and transactions may hold; the rest is for `beside`. */
@@ -191,15 +215,7 @@ export function createQueryGate(database: Database, options: QueryGateOptions): 
   }
 
   function forRequest(caller: string, signal: AbortSignal | (() => AbortSignal)): Database {
-    // Made on first use: an operation that runs no statement (`{ version }`) makes none.
-    let db: Database['db'] | undefined;
-    return {
-      sql: database.sql,
-      get db() {
-        return (db ??= requestDb(caller, typeof signal === 'function' ? signal() : signal));
-      },
-      close: () => Promise.resolve(),
-    };
+    return new RequestDatabase(database.sql, requestDb, caller, signal);
   }
 
   /** Drizzle over `caller`'s share of the pool, cancelled with `signal`. */

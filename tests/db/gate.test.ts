@@ -205,6 +205,23 @@ describe('createQueryGate', () => {
     expect(gate.load('ada')).toEqual({ running: 0, waiting: 0 });
   });
 
+  test("a request's view reads its signal at its first statement, once: one that runs none reads none", async () => {
+    const controller = new AbortController();
+    let reads = 0;
+    const signal = () => {
+      reads += 1;
+      return controller.signal;
+    };
+    const idle = gate.forRequest('ada', signal);
+    expect(idle.sql).toBe(pool.sql);
+    const working = gate.forRequest('ada', signal);
+    expect(reads).toBe(0);
+    const rows = await working.db.execute(sql`select 1 as one`);
+    await working.db.execute(sql`select 2 as two`);
+    expect([...rows]).toEqual([{ one: 1 }]);
+    expect(reads).toBe(1);
+  });
+
   test('a request already cancelled starts no statement', async () => {
     const controller = new AbortController();
     controller.abort();

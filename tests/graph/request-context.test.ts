@@ -58,6 +58,52 @@ describe('the request context', () => {
     expect(reasonOf(() => ctx.loaders.of(() => ({})))).toBe('authentication_required');
   });
 
+  test('its id, logger, signal and headers are made on first read, once each', () => {
+    const made: string[] = [];
+    const operation = new AbortController();
+    const make =
+      <T>(name: string, value: T) =>
+      (): T => {
+        made.push(name);
+        return value;
+      };
+    const headers = new Headers({ 'accept-language': 'fr' });
+    const log = {} as Context['log'];
+    const ctx = createContext({
+      config: {} as Context['config'],
+      database: { db } as Context['database'],
+      log: make('log', log),
+      requestId: make('requestId', 'r-late'),
+      actor,
+      access: {} as Context['access'],
+      clientAddress: '127.0.0.1',
+      headers: make('headers', headers),
+      responseCookies: [],
+      signal: make('signal', operation.signal),
+      events: {} as Context['events'],
+      cancel: () => operation.abort(),
+    });
+    expect(made).toEqual([]);
+    expect([ctx.requestId, ctx.requestId]).toEqual(['r-late', 'r-late']);
+    expect(ctx.log).toBe(log);
+    expect(ctx.signal).toBe(operation.signal);
+    expect(ctx.headers.get('accept-language')).toBe('fr');
+    expect(ctx.log).toBe(log);
+    expect(made).toEqual(['requestId', 'log', 'signal', 'headers']);
+  });
+
+  test('every context has the same shape: what it makes late is read through its prototype', () => {
+    // An accessor of the context's own gives each context a hidden class of its own, in
+    // V8's old generation, which keeps the request's young objects past every scavenge
+    // (docs/performance.md, issue 29 sixth pass).
+    const [first, second] = [contextFor(actor), contextFor(null)];
+    for (const name of ['requestId', 'log', 'signal', 'headers']) {
+      expect(Object.getOwnPropertyDescriptor(first, name)).toBeUndefined();
+    }
+    expect(Object.getPrototypeOf(first)).toBe(Object.getPrototypeOf(second));
+    expect(Object.keys(first)).toEqual(Object.keys(second));
+  });
+
   test("a factory runs once per request, with the request's database and workspace", () => {
     const made: [Db, string][] = [];
     const factory = (database: Db, workspaceId: string) => {
