@@ -6,7 +6,7 @@
 //    arrives; prints contacts, bytes, seconds, rows/s and the serving process's peak RSS
 //    during that download (VmRSS sampled every 50 ms; VmHWM before and after).
 // BENCH_KEEP=1 keeps the database, BENCH_DATABASE reuses one kept earlier;
-// BENCH_NODE_OPTIONS is passed to `svc serve` as NODE_OPTIONS.
+// BENCH_NODE_OPTIONS is passed to `svc serve` as NODE_OPTIONS (support.ts).
 import { readFileSync } from 'node:fs';
 import postgres from 'postgres';
 import { buildCatalogue } from '../../src/auth/access.js';
@@ -73,12 +73,7 @@ try {
   await database.close();
 
   // BENCH_NODE_OPTIONS (`--max-old-space-size=128`) shows the export fits a small heap.
-  const nodeOptions = process.env.BENCH_NODE_OPTIONS;
-  const service = await startServe({
-    SVC_DATABASE_URL: db.url,
-    SVC_STREAM_LIFETIME: '30m',
-    ...(nodeOptions ? { NODE_OPTIONS: nodeOptions } : {}),
-  });
+  const service = await startServe({ SVC_DATABASE_URL: db.url, SVC_STREAM_LIFETIME: '30m' });
   const pid = service.child.pid!;
   const headers = { authorization: `Bearer ${secret}`, 'content-type': 'application/json' };
   try {

@@ -79,22 +79,25 @@ export interface RunningService {
 const STOP_GRACE_MS = 30_000;
 
 /**
- * Spawns `svc serve` of the checkout at `svcRoot` (this one unless given; another lets a
- * bench compare two commits) and polls readiness (every 10 ms) to time the start.
- */
-/**
  * OpenTelemetry's variables and SVC_METRICS_ADDR, passed on from the bench's environment:
  * `OTEL_EXPORTER_OTLP_ENDPOINT=… npm run bench` measures the service with tracing on.
+ * BENCH_NODE_OPTIONS becomes the service's NODE_OPTIONS (`--cpu-prof`, a heap limit).
  */
 function observed(): Record<string, string> {
-  return Object.fromEntries(
+  const passed = Object.fromEntries(
     Object.entries(process.env).filter(
       (entry): entry is [string, string] =>
         entry[1] !== undefined && (entry[0].startsWith('OTEL_') || entry[0] === 'SVC_METRICS_ADDR'),
     ),
   );
+  const nodeOptions = process.env.BENCH_NODE_OPTIONS;
+  return nodeOptions ? { ...passed, NODE_OPTIONS: nodeOptions } : passed;
 }
 
+/**
+ * Spawns `svc serve` of the checkout at `svcRoot` (this one unless given; another lets a
+ * bench compare two commits) and polls readiness (every 10 ms) to time the start.
+ */
 export async function startServe(
   env: Record<string, string>,
   svcRoot = root,
