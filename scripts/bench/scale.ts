@@ -23,6 +23,7 @@
 // one as a column of the same run (before and after together). BENCH_POSTGRAPHILE_ROOT (a
 // directory where postgraphile@5 is installed) adds PostGraphile as a column
 // (postgraphile-peer.mjs, its own process) for the scenarios it has a document for.
+// BENCH_NODE_OPTIONS is `svc serve`'s NODE_OPTIONS (`--cpu-prof`, `--inspect`; support.ts).
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
