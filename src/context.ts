@@ -111,10 +111,12 @@ class RequestContext implements Context {
   readonly events: EventBus;
   readonly cancel: (reason?: unknown) => void;
   singleConnection: Context['singleConnection'];
-  #requestId: string | (() => string);
-  #log: Logger | (() => Logger);
-  #signal: AbortSignal | (() => AbortSignal);
-  #headers: Headers | (() => Headers);
+  // Plain fields, not `#private` ones: Yoga's server adapter hands resolvers an object made
+  // with `Object.create(context)`, whose reads of these must reach this instance's.
+  private madeRequestId: string | (() => string);
+  private madeLog: Logger | (() => Logger);
+  private madeSignal: AbortSignal | (() => AbortSignal);
+  private madeHeaders: Headers | (() => Headers);
 
   constructor(fields: ContextFields) {
     this.config = fields.config;
@@ -130,30 +132,30 @@ class RequestContext implements Context {
     this.events = fields.events;
     this.cancel = fields.cancel;
     this.singleConnection = fields.singleConnection;
-    this.#requestId = fields.requestId;
-    this.#log = fields.log;
-    this.#signal = fields.signal;
-    this.#headers = fields.headers;
+    this.madeRequestId = fields.requestId;
+    this.madeLog = fields.log;
+    this.madeSignal = fields.signal;
+    this.madeHeaders = fields.headers;
   }
 
   get requestId(): string {
-    const id = this.#requestId;
-    return typeof id === 'function' ? (this.#requestId = id()) : id;
+    const id = this.madeRequestId;
+    return typeof id === 'function' ? (this.madeRequestId = id()) : id;
   }
 
   get log(): Logger {
-    const log = this.#log;
-    return typeof log === 'function' ? (this.#log = log()) : log;
+    const log = this.madeLog;
+    return typeof log === 'function' ? (this.madeLog = log()) : log;
   }
 
   get signal(): AbortSignal {
-    const signal = this.#signal;
-    return typeof signal === 'function' ? (this.#signal = signal()) : signal;
+    const signal = this.madeSignal;
+    return typeof signal === 'function' ? (this.madeSignal = signal()) : signal;
   }
 
   get headers(): Headers {
-    const headers = this.#headers;
-    return typeof headers === 'function' ? (this.#headers = headers()) : headers;
+    const headers = this.madeHeaders;
+    return typeof headers === 'function' ? (this.madeHeaders = headers()) : headers;
   }
 }
 

@@ -141,7 +141,8 @@ class LazyQuery implements PromiseLike<unknown> {
  * (a getter in an object literal gives each its own, src/context.ts says why that costs).
  */
 class RequestDatabase implements Database {
-  #db: Database['db'] | undefined;
+  // A plain field, as the context's are (src/context.ts): reachable through Object.create.
+  private made: Database['db'] | undefined;
   constructor(
     readonly sql: Sql,
     private readonly make: (caller: string, signal: AbortSignal) => Database['db'],
@@ -151,7 +152,7 @@ class RequestDatabase implements Database {
 
   get db(): Database['db'] {
     const { signal } = this;
-    return (this.#db ??= this.make(this.caller, typeof signal === 'function' ? signal() : signal));
+    return (this.made ??= this.make(this.caller, typeof signal === 'function' ? signal() : signal));
   }
 
   close(): Promise<void> {

@@ -99,9 +99,22 @@ describe('the request context', () => {
     const [first, second] = [contextFor(actor), contextFor(null)];
     for (const name of ['requestId', 'log', 'signal', 'headers']) {
       expect(Object.getOwnPropertyDescriptor(first, name)).toBeUndefined();
+      expect(typeof Object.getOwnPropertyDescriptor(Object.getPrototypeOf(first), name)?.get).toBe(
+        'function',
+      );
     }
     expect(Object.getPrototypeOf(first)).toBe(Object.getPrototypeOf(second));
     expect(Object.keys(first)).toEqual(Object.keys(second));
+  });
+
+  test('read through an object made from it (Object.create, as Yoga hands it on), it answers the same', () => {
+    const ctx = contextFor(actor);
+    const handed = Object.create(ctx) as Context;
+    expect(handed.requestId).toBe('r');
+    expect(handed.signal).toBe(ctx.signal);
+    expect(handed.headers).toBe(ctx.headers);
+    expect(handed.log).toBe(ctx.log);
+    expect(handed.workspaceId).toBe('w1');
   });
 
   test("a factory runs once per request, with the request's database and workspace", () => {
