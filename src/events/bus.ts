@@ -132,31 +132,45 @@ function endAll(registry: Registry): void {
 
 /**
  * LISTENs on `channel` (postgres.js keeps every channel on one connection). `onlisten` runs
- * at first and again after every reconnect. Notices sent while the connection was down
- * are lost; a revocation among them would leave a stream running on a dead credential, so
- * every open stream ends and its client reconnects, signing in anew. After an outage
- * postgres.js answers every LISTEN it queued meanwhile at once, so this runs in a burst;
- * only the call that finds streams open logs at info.
+ * at first and again after every reconnect, where it tells `relistened`.
  */
 function listenOn(
   database: Database,
-  log: Logger,
-  registry: Registry,
   channel: string,
   handle: (payload: string) => void,
+  relistened: () => void,
 ) {
   let listens = 0;
   return database.sql.listen(channel, handle, () => {
     listens += 1;
-    if (listens === 1) return;
+    if (listens > 1) relistened();
+  });
+}
+
+/**
+ * What happens once the connection listens again on every channel. Notices sent while it
+ * was down are lost; a revocation among them would leave a stream running on a dead
+ * credential, so every open stream ends and its client reconnects, signing in anew.
+ * postgres.js listens again channel by channel, a round trip apart: ending streams at the
+ * first would let a client reconnect in between and have its new stream ended by the
+ * second, so they end once, when the last channel listens (after an outage postgres.js
+ * answers the LISTENs it queued meanwhile in a burst: only the round that finds streams
+ * open logs at info).
+ */
+function afterReconnects(channels: readonly string[], log: Logger, registry: Registry) {
+  const rounds = new Map(channels.map((channel) => [channel, 0]));
+  return (channel: string) => () => {
+    const round = (rounds.get(channel) ?? 0) + 1;
+    rounds.set(channel, round);
+    if ([...rounds.values()].some((other) => other < round)) return;
     const ended = registry.size();
     if (ended === 0) {
-      log.debug({ channel }, 'event bus listening again');
+      log.debug({ channels }, 'event bus listening again');
       return;
     }
-    log.info({ channel, ended }, 'event bus listening again, streams ended');
+    log.info({ channels, ended }, 'event bus listening again, streams ended');
     endAll(registry);
-  });
+  };
 }
 
 /**
@@ -198,9 +212,20 @@ export async function startEventBus(
   let ending = false;
   let closed: Promise<void> | undefined;
 
+  const relistened = afterReconnects([EVENTS_CHANNEL, REVOCATIONS_CHANNEL], log, registry);
   const listeners = [
-    await listenOn(database, log, registry, EVENTS_CHANNEL, noticeHandler(registry, log)),
-    await listenOn(database, log, registry, REVOCATIONS_CHANNEL, revocationHandler(registry, log)),
+    await listenOn(
+      database,
+      EVENTS_CHANNEL,
+      noticeHandler(registry, log),
+      relistened(EVENTS_CHANNEL),
+    ),
+    await listenOn(
+      database,
+      REVOCATIONS_CHANNEL,
+      revocationHandler(registry, log),
+      relistened(REVOCATIONS_CHANNEL),
+    ),
   ];
 
   function subscribe(opts: SubscribeOptions): Subscription {
