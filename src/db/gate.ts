@@ -122,20 +122,6 @@ class LazyQuery implements PromiseLike<unknown> {
 }
 
 /**
- * Gates every graph request's statements (docs/limits.md, "Half the pool for one caller"):
- * one caller holds at most `share` pooled connections, and a cancelled request's
- * statements are cancelled in PostgreSQL rather than left to run on after its answer.
- *
- * A transaction holds its turn for its whole life; the statements it runs through its
- * own handle take no other. A statement its work runs through the request's database
- * instead (beside the transaction, committed on its own: an import's progress) needs a
- * connection of its own while the transaction holds locks. Were it to queue with the
- * caller's other statements, those could be the caller's other transactions waiting for
- * this one's locks, holding every turn: each would wait for the other until the deadline.
- * So such a statement waits only for the one turn the caller's other statements never
- * take, and other such statements before it, which wait for no turn of the caller's.
- */
-/**
  * A request's view of the pool. Its drizzle is made on first read: an operation that runs
  * no statement (`{ version }`) makes none. A class, so that every view shares one shape
  * (a getter in an object literal gives each its own, src/context.ts says why that costs).
@@ -160,6 +146,20 @@ class RequestDatabase implements Database {
   }
 }
 
+/**
+ * Gates every graph request's statements (docs/limits.md, "Half the pool for one caller"):
+ * one caller holds at most `share` pooled connections, and a cancelled request's
+ * statements are cancelled in PostgreSQL rather than left to run on after its answer.
+ *
+ * A transaction holds its turn for its whole life; the statements it runs through its
+ * own handle take no other. A statement its work runs through the request's database
+ * instead (beside the transaction, committed on its own: an import's progress) needs a
+ * connection of its own while the transaction holds locks. Were it to queue with the
+ * caller's other statements, those could be the caller's other transactions waiting for
+ * this one's locks, holding every turn: each would wait for the other until the deadline.
+ * So such a statement waits only for the one turn the caller's other statements never
+ * take, and other such statements before it, which wait for no turn of the caller's.
+ */
 export function createQueryGate(database: Database, options: QueryGateOptions): QueryGate {
   const share = Math.max(1, options.share);
   /** What the caller's statements and transactions may hold; the rest is for `beside`. */
