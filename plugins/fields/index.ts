@@ -13,6 +13,7 @@ import {
   fillValuesMany,
   writableField,
   writeValues,
+  writeValuesFrom,
   writeValuesMany,
 } from './values.js';
 
@@ -29,6 +30,7 @@ provideService('fields', {
   writeValues,
   writeValuesMany,
   fillValuesMany,
+  writeValuesFrom,
 });
 
 const plain = (message: string) => ({ code: 'VALIDATION' as const, message });

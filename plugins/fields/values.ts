@@ -229,6 +229,23 @@ export async function fillValuesMany(
 }
 
 /**
+ * Writes the values a select stages (`contact_id`, `field_id`, `value`, none null) in one
+ * statement: plain inserts for contacts created in `tx`, or with `fill` only where the
+ * contact holds none for the field (`fillValuesMany`'s rule: the select's first row for a
+ * contact's field fills it). No event: the caller records its own summary.
+ */
+export async function writeValuesFrom(
+  tx: Db,
+  input: Parameters<NonNullable<FieldsService['writeValuesFrom']>>[1],
+): Promise<void> {
+  await tx.execute(sql`
+    insert into contact_field_values (workspace_id, contact_id, field_id, value)
+    select ${input.workspaceId}, staged.contact_id, staged.field_id, staged.value
+    from (${input.values}) as staged
+    ${input.fill ? sql`on conflict (workspace_id, contact_id, field_id) do nothing` : sql``}`);
+}
+
+/**
  * Writes checked values of one contact in `tx` (`writeValuesMany` for a single contact):
  * `contact.fields_changed` recorded when anything was named, unless `event` is false.
  */

@@ -1,43 +1,28 @@
-// Mapping an import's columns and committing it (docs/importer.md): every row judged by
-// the mapping (SPEC 2.10's reasons), then the rows without a blocking reason written as
-// contacts, identities and custom field values in one transaction.
-import { randomUUID } from 'node:crypto';
-import { and, asc, eq, gt, sql } from 'drizzle-orm';
+// Mapping an import's columns and committing it (docs/importer.md): the mapping judges
+// every row (SPEC 2.10's reasons) and stores with each what the commit writes of it; the
+// commit writes those plans in one transaction, the database reading them where they are
+// staged, once it knows what they rest on still holds.
+import { and, eq, sql, type SQL } from 'drizzle-orm';
 import {
   AppError,
-  addIdentitiesIn,
-  lockContactsIn,
+  addIdentitiesFrom,
   analyzeContacts,
-  createContactsIn,
+  createContactsFrom,
   drizzleOver,
-  IDENTITIES_PER_CONTACT,
-  identityCounts,
   findService,
-  identityHolders,
-  identityKey,
   isWritableChannel,
-  prepareContact,
+  lockContactsFrom,
   recordEvent,
   refuse,
   signedIn,
-  splitListCell,
   type Context,
   type Db,
-  type CheckedFieldValues,
-  type FieldsService,
-  type NewContact,
   type WritableField,
 } from '../../src/plugin-sdk/index.js';
+import { fieldsJudgedBy, judgeRows, type ExistingContacts, type RowOutcome } from './judge.js';
 import { holdCommitMarker, ProgressReport, type ImportView } from './progress.js';
 import { findImport, lockImport } from './service.js';
-import {
-  importRows,
-  imports,
-  type Import,
-  type ImportRow,
-  type RowReason,
-  type RowReasonCode,
-} from './tables.js';
+import { imports, type Import } from './tables.js';
 
 /** What a column may be mapped to, as `importFields` lists it. */
 export interface ImportTarget {
@@ -49,17 +34,6 @@ export interface ImportTarget {
 
 /** The channels an import may write addresses on. */
 const CHANNELS = ['email', 'phone'];
-
-/**
- * Reasons the file gave a row when it was read: those that leave it out stay, whatever the
- * mapping. Every other reason is the last judgement's, judged again from the cells.
- */
-const FROM_THE_FILE = new Set(['row_quote_misplaced', 'row_malformed', 'legacy_text']);
-/** A reason of the file that still imports. */
-const IMPORTS_ANYWAY = new Set(['row_cell_count_mismatch']);
-
-/** Rows written per batch (and per statement of reasons); progress moves by a batch. */
-const BATCH = 2_000;
 
 /**
  * The statistics refresh the last commit of this process started (`analyzeContacts`):
@@ -124,410 +98,9 @@ function parseMapping(
   return mapping;
 }
 
-/** What a row holding an existing contact's address does (`importSetMapping`). */
-export type ExistingContacts = 'skip' | 'merge';
-
-/** What the commit will do with a row (a committed import's rows read it as `created`…). */
-export type RowOutcome = 'create' | 'merge' | 'skip';
-
-/**
- * A row of the file that creates a contact, as later merging rows see it: its line, its
- * name, and the id its contact is given. Kept per address it claims, in place of the row
- * itself, so judging holds one batch of rows at a time.
- */
-interface FileContact {
-  line: number;
-  name: string;
-  contactId: string;
-}
-
-/** A contact a merging row goes into: one of the workspace's, or an earlier row's. */
-type MergeTarget = { contactId: string; name: string } | { row: FileContact };
-
-/** A staged row read through the mapping. */
-interface Judged {
-  line: number;
-  reason: RowReason;
-  contactId: string | null;
-  /** contactId names a contact the commit creates (the row's own, or an earlier row's). */
-  planned: boolean;
-  outcome: RowOutcome;
-  contact?: NewContact;
-  /** The row's custom field values as checked when judged (written as they are). */
-  checked?: CheckedFieldValues;
-  /** For a row creating a contact (merge): what later rows see of it. */
-  creates?: FileContact;
-  /** For `identity_taken`: the contact the earlier row of the file holding the address creates. */
-  heldBy?: string;
-  /** For a merge: the contact it goes into, and the identities of the row it adds. */
-  mergeInto?: MergeTarget;
-  adds?: NewContact['identities'][number][];
-}
-
-const reason = (code: RowReasonCode, meta: Record<string, unknown> = {}): RowReason => ({
-  code,
-  meta,
-});
-
-/**
- * Judges an import's rows through the mapping a batch at a time, in file order: each row's
- * blocking reason, or the contact and values it will write, or (`existing` is merge) the
- * contact it merges into. What a row leaves for later rows (the addresses it claims, the
- * contacts it merges into) is kept between batches, one entry per address, never the rows.
- * Addresses held in the workspace are read per batch through `lookup`, which must not see
- * the contacts the commit writes (the file's own are judged by what it claims).
- */
-class RowJudge {
-  /**
-   * skip: per channel, each address's first row of the file as the id of the contact it
-   * creates (null: a row that creates nothing). An id is all that is kept an address, the
-   * largest part of what judging holds: a commit reads back the name of a contact it
-   * names (`heldInFile`).
-   */
-  private readonly inFile = new Map<string, Map<string, string | null>>();
-  /** merge: the workspace's contacts met so far, and the target each address claims. */
-  private readonly existing = new Map<string, MergeTarget>();
-  private readonly claimed = new Map<string, MergeTarget>();
-  /** merge: how many identities each target holds, counting what rows add to it. */
-  private readonly held = new Map<MergeTarget, number>();
-  private readonly fieldService = findService('fields');
-  /** Each column's target, read once: the name, an address's channel, a field's name. */
-  private readonly targets: readonly ({ to: 'name' | 'identity' | 'field'; name: string } | null)[];
-
-  constructor(
-    private readonly lookup: Db,
-    private readonly workspaceId: string,
-    mapping: readonly (string | null)[],
-    private readonly fields: readonly WritableField[],
-    private readonly mode: ExistingContacts,
-  ) {
-    this.targets = mapping.map((target) => {
-      if (!target) return null;
-      if (target === 'name') return { to: 'name', name: '' };
-      if (target.startsWith('identity:')) {
-        return { to: 'identity', name: target.slice('identity:'.length) };
-      }
-      return { to: 'field', name: target.slice('field:'.length) };
-    });
-  }
-
-  async judge(rows: readonly StagedRow[]): Promise<Judged[]> {
-    const judged = rows.map((row) => this.alone(row));
-    const candidates = judged.filter((row) => row.contact);
-    const keys = (row: Judged) => row.contact!.identities.map(identityKey);
-    const holders = await identityHolders(
-      this.lookup,
-      this.workspaceId,
-      candidates.flatMap((row) => row.contact!.identities),
-    );
-    if (this.mode === 'merge') {
-      const met = [...holders.values()]
-        .map((holder) => holder.contactId)
-        .filter((id) => !this.existing.has(id));
-      const counts = await identityCounts(this.lookup, this.workspaceId, met);
-      for (const row of candidates) this.merge(row, keys(row), holders, counts);
-    } else for (const row of candidates) this.skip(row, keys(row), holders);
-    return judged;
-  }
-
-  /** A row judged on its own cells: a blocking reason, or the contact and values. */
-  private alone(row: StagedRow): Judged {
-    // A legacy text reason blocks as any other reason of its time did.
-    const stored =
-      typeof row.reason === 'string' ? reason('legacy_text', { text: row.reason }) : row.reason;
-    const structural = stored && FROM_THE_FILE.has(stored.code) ? stored : null;
-    if (structural || row.cells.length === 0) {
-      return skipped(row.line, structural ?? reason('row_malformed'));
-    }
-    let name = '';
-    const identities: { channel: string; identifier: string }[] = [];
-    let values: Record<string, string> | null = null;
-    for (let i = 0; i < this.targets.length; i += 1) {
-      const target = this.targets[i];
-      if (!target) continue;
-      const cell = (row.cells[i] ?? '').trim();
-      if (cell === '') continue;
-      if (target.to === 'name') name = cell;
-      else if (target.to === 'identity') {
-        // Several addresses of a channel share a cell as a list (`a; b`), as an export writes them.
-        for (const identifier of splitListCell(cell)) {
-          identities.push({ channel: target.name, identifier });
-        }
-      } else (values ??= Object.create(null) as Record<string, string>)[target.name] = cell;
-    }
-    if (name === '' || identities.length === 0) {
-      return skipped(row.line, reason('row_incomplete'));
-    }
-    const contact = prepareContact({ name, identities });
-    if (contact instanceof AppError) {
-      return skipped(row.line, reason('contact_details_invalid'));
-    }
-    let checked: CheckedFieldValues | undefined;
-    if (this.fieldService && values) {
-      const result = checkCells(this.fieldService, this.fields, values);
-      const fieldReason = valuesReason(result);
-      if (fieldReason) return skipped(row.line, fieldReason);
-      checked = result as CheckedFieldValues;
-    }
-    const kept = stored && IMPORTS_ANYWAY.has(stored.code) ? stored : null;
-    // The id the last mapping planned for the row's contact, so a commit judging the row
-    // as the mapping did leaves it as stored.
-    const planned = row.contactPlanned && row.outcome === 'create' ? row.contactId : null;
-    return {
-      line: row.line,
-      reason: kept,
-      contactId: planned ?? randomUUID(),
-      planned: true,
-      outcome: 'create',
-      contact,
-      ...(checked ? { checked } : {}),
-    };
-  }
-
-  /**
-   * SPEC 2.10: a row holding an address a contact of the workspace holds is left out as
-   * `identity_taken_by`, one holding an address an earlier row holds as `identity_taken`.
-   */
-  private skip(row: Judged, keys: readonly string[], holders: Holders): void {
-    const identities = row.contact!.identities;
-    const holder = keys.map((key) => holders.get(key)).find(Boolean);
-    let earlier: string | null | undefined;
-    for (const { channel, identifierKey } of identities) {
-      earlier = this.inFile.get(channel)?.get(identifierKey);
-      if (earlier !== undefined) break;
-    }
-    if (holder) {
-      Object.assign(row, {
-        reason: reason('identity_taken_by', { ownerName: holder.contactName }),
-        contactId: holder.contactId,
-        planned: false,
-        contact: undefined,
-        checked: undefined,
-        outcome: 'skip',
-      });
-    } else if (earlier !== undefined) {
-      Object.assign(row, {
-        reason: reason('identity_taken'),
-        // The earlier row's contact, once a commit creates it, holds the address.
-        contactId: earlier,
-        planned: earlier !== null,
-        contact: undefined,
-        checked: undefined,
-        outcome: 'skip',
-      });
-      if (earlier) row.heldBy = earlier;
-    }
-    const seen = row.contact ? row.contactId : null;
-    for (const { channel, identifierKey } of identities) {
-      let addresses = this.inFile.get(channel);
-      if (!addresses) this.inFile.set(channel, (addresses = new Map()));
-      if (!addresses.has(identifierKey)) addresses.set(identifierKey, seen);
-    }
-  }
-
-  /** What later rows see of a row creating a contact. */
-  private creating(row: Judged): FileContact {
-    row.creates ??= { line: row.line, name: row.contact!.name, contactId: row.contactId! };
-    return row.creates;
-  }
-
-  /**
-   * `existingContacts: merge`: a row whose addresses lead to one contact (of the workspace,
-   * or created by an earlier row of the file) merges into it, adding the addresses nobody
-   * holds; addresses leading to two contacts leave the row out as
-   * `identity_taken_by_several`, and additions past a contact's cap as `identities_full`.
-   * Rows merge in file order, so the first to fill a field fills it.
-   */
-  private merge(row: Judged, keys: readonly string[], holders: Holders, counts: Counts): void {
-    const identities = row.contact!.identities;
-    const targets = new Set<MergeTarget>();
-    for (const key of keys) {
-      const holder = holders.get(key);
-      if (holder && !this.existing.has(holder.contactId)) {
-        const target = { contactId: holder.contactId, name: holder.contactName };
-        this.existing.set(holder.contactId, target);
-        this.held.set(target, counts.get(holder.contactId) ?? 0);
-      }
-      const target = holder ? this.existing.get(holder.contactId) : this.claimed.get(key);
-      if (target) targets.add(target);
-    }
-    if (targets.size > 1) {
-      Object.assign(row, severalReason(row, [...targets]));
-      return;
-    }
-    const adds = identities.filter((identity) => {
-      const key = identityKey(identity);
-      return !holders.has(key) && !this.claimed.has(key);
-    });
-    let [target] = targets;
-    if (!target) {
-      target = { row: this.creating(row) };
-      this.held.set(target, identities.length);
-    } else if (this.held.get(target)! + adds.length > IDENTITIES_PER_CONTACT) {
-      Object.assign(row, {
-        ...skipped(row.line, reason('identities_full', { max: IDENTITIES_PER_CONTACT })),
-        contact: undefined,
-        checked: undefined,
-        contactId: 'contactId' in target ? target.contactId : null,
-        planned: false,
-      });
-      return;
-    } else {
-      this.held.set(target, this.held.get(target)! + adds.length);
-      Object.assign(row, {
-        outcome: 'merge',
-        mergeInto: target,
-        adds,
-        contact: undefined,
-        // Into an earlier row's contact: the id its commit gives it.
-        contactId: 'contactId' in target ? target.contactId : target.row.contactId,
-        planned: !('contactId' in target),
-      });
-    }
-    for (const { channel, identifierKey } of adds) {
-      this.claimed.set(identityKey({ channel, identifierKey }), target);
-    }
-  }
-}
-
-const skipped = (line: number, why: RowReason): Judged => ({
-  line,
-  reason: why,
-  contactId: null,
-  planned: false,
-  outcome: 'skip',
-});
-
-type Holders = Map<string, { contactId: string; contactName: string }>;
-type Counts = Map<string, number>;
-
-/** A row whose addresses lead to several contacts: left out, naming them. */
-function severalReason(row: Judged, targets: readonly MergeTarget[]): Judged {
-  const contacts = targets.filter((target) => 'contactId' in target);
-  const rows = targets.filter((target) => 'row' in target);
-  return {
-    ...skipped(
-      row.line,
-      reason('identity_taken_by_several', {
-        ownerNames: contacts.map((target) => target.name),
-        contactIds: contacts.map((target) => target.contactId),
-        lines: rows.map((target) => target.row.line),
-      }),
-    ),
-    contact: undefined,
-    checked: undefined,
-  };
-}
-
-/** A row's cells judged by its fields: read by kind where the provider can (`checkCells`). */
-function checkCells(
-  service: FieldsService,
-  fields: readonly WritableField[],
-  cells: Record<string, string>,
-) {
-  return service.checkCells
-    ? service.checkCells(fields, cells)
-    : service.checkValues(fields, cells);
-}
-
-/** The row reason a field refusal becomes (SPEC 2.10). */
-function valuesReason(checked: unknown): RowReason {
-  if (!(checked instanceof AppError)) return null;
-  if (checked.reason === 'value_kind_mismatch') return reason('value_kind_mismatch', checked.meta);
-  if (checked.reason === 'field_unknown') return reason('field_unknown', checked.meta);
-  return reason('field_text_refused');
-}
-
-/** What judging reads of a staged row (not its workspace and import: known). */
-type StagedRow = Pick<
-  ImportRow,
-  'line' | 'cells' | 'reason' | 'contactId' | 'contactPlanned' | 'outcome'
->;
-
-/** The import's staged rows in file order, a batch at a time (the next read once asked). */
-async function* stagedBatches(db: Db, job: Import): AsyncGenerator<StagedRow[]> {
-  let after = 0;
-  for (;;) {
-    const rows = await db
-      .select({
-        line: importRows.line,
-        cells: importRows.cells,
-        reason: importRows.reason,
-        contactId: importRows.contactId,
-        contactPlanned: importRows.contactPlanned,
-        outcome: importRows.outcome,
-      })
-      .from(importRows)
-      .where(
-        and(
-          eq(importRows.workspaceId, job.workspaceId),
-          eq(importRows.importId, job.id),
-          gt(importRows.line, after),
-        ),
-      )
-      .orderBy(asc(importRows.line))
-      .limit(BATCH);
-    if (rows.length === 0) return;
-    yield rows;
-    if (rows.length < BATCH) return;
-    after = rows[rows.length - 1]!.line;
-  }
-}
-
-async function storeReasons(db: Db, job: Import, judged: readonly Judged[]): Promise<void> {
-  for (let i = 0; i < judged.length; i += BATCH) {
-    const batch = judged.slice(i, i + BATCH);
-    const lines = `{${batch.map((row) => row.line).join(',')}}`;
-    const reasons = JSON.stringify(batch.map((row) => row.reason));
-    const contactIds = JSON.stringify(batch.map((row) => row.contactId));
-    const planned = `{${batch.map((row) => row.planned).join(',')}}`;
-    const outcomes = JSON.stringify(batch.map((row) => row.outcome));
-    // Arrays unnested side by side, joined along the primary key: one index probe a row.
-    await db.execute(sql`
-      update import_rows
-      set reason = given.reason, contact_id = given.contact_id,
-        contact_planned = given.planned, outcome = given.outcome
-      from (
-        select line, nullif(reasons.value, 'null'::jsonb) as reason,
-          (ids.value #>> '{}')::uuid as contact_id, planned,
-          outcomes.value #>> '{}' as outcome
-        from unnest(${lines}::int[], ${planned}::boolean[]) with ordinality
-          as lines(line, planned, n)
-        join jsonb_array_elements(${reasons}::jsonb) with ordinality as reasons(value, n) using (n)
-        join jsonb_array_elements(${contactIds}::jsonb) with ordinality as ids(value, n) using (n)
-        join jsonb_array_elements(${outcomes}::jsonb) with ordinality as outcomes(value, n)
-          using (n)
-      ) as given
-      where import_rows.workspace_id = ${job.workspaceId}
-        and import_rows.import_id = ${job.id} and import_rows.line = given.line`);
-  }
-}
-
-/** A value's JSON with object keys sorted: jsonb keeps keys in an order of its own. */
-function canonical(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
-  if (value && typeof value === 'object') {
-    const entries = Object.entries(value as Record<string, unknown>)
-      .filter(([, v]) => v !== undefined)
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(',')}}`;
-  }
-  return JSON.stringify(value ?? null);
-}
-
-/** Whether the commit's judgement of a row differs from what the row stores. */
-function changed(stored: StagedRow, judged: Judged): boolean {
-  return (
-    stored.outcome !== judged.outcome ||
-    (stored.contactId ?? null) !== judged.contactId ||
-    stored.contactPlanned !== judged.planned ||
-    canonical(stored.reason) !== canonical(judged.reason)
-  );
-}
-
 /**
  * `importSetMapping`: the mapping and what rows holding an existing contact's address do
- * stored, and every row judged by them.
+ * stored, and every row judged by them, with the plan the commit writes from.
  */
 export async function setMapping(
   ctx: Context,
@@ -545,14 +118,15 @@ export async function setMapping(
     // Staged rows are what a mapping judges: none yet (or ever, once failed), none taken.
     if (job.state !== 'staged' && job.state !== 'mapped') throw refuse('mapping_locked');
     const mapping = parseMapping(job, given, targets);
-    // Nothing is written while mapping: the transaction's reads are the workspace's own.
-    const judge = new RowJudge(tx, job.workspaceId, mapping, fields, existing);
-    for await (const batch of stagedBatches(tx, job)) {
-      await storeReasons(tx, job, await judge.judge(batch));
-    }
+    await judgeRows(tx, job, mapping, fields, existing);
     const [updated] = await tx
       .update(imports)
-      .set({ mapping, existingContacts: existing, state: 'mapped' })
+      .set({
+        mapping,
+        existingContacts: existing,
+        plannedWith: fieldsJudgedBy(fields),
+        state: 'mapped',
+      })
       .where(and(eq(imports.workspaceId, job.workspaceId), eq(imports.id, job.id)))
       .returning();
     return updated!;
@@ -574,10 +148,16 @@ function isLockBusy(error: unknown): boolean {
   return false;
 }
 
+/** Thrown inside the plans' savepoint to roll their writes back: a premise no longer holds. */
+class PlansStale extends Error {}
+
 /**
- * `importCommit`: in one transaction, the rows judged again (fields may have changed since
- * the mapping), the importable ones written batch by batch with the progress beside it,
- * the import marked committed and `import.completed` recorded. The import is locked
+ * `importCommit`: in one transaction, the rows' plans written, a step of rows at a time
+ * with the progress beside it, the import marked committed and `import.completed`
+ * recorded. The plans are the mapping's: what the workspace held then is checked again
+ * beside the transaction while it writes (`plansStand`), and a plan that no longer stands
+ * (an address taken or freed since, a holder renamed, a field archived) has every row
+ * judged again in the transaction before anything stays written. The import is locked
  * without waiting: another commit (or a mapping) under way answers `import_busy` at once,
  * one that ended answers `already_committed`. A failure leaves nothing written and the
  * import as it was.
@@ -602,49 +182,46 @@ export async function commitImport(ctx: Context, id: string): Promise<ImportView
       await holdCommitMarker(tx, job);
       // Beside the transaction, on a connection of its own (the gate keeps one for it).
       progress = await ProgressReport.start(db, job, 'committing', job.rowCount);
-      // Addresses are looked up beside the transaction, in what is committed: the file's
-      // own contacts, written batch by batch, are judged by what its rows claim.
-      const judge = new RowJudge(
-        db,
-        workspaceId,
-        job.mapping,
+      const mode = job.existingContacts === 'merge' ? 'merge' : 'skip';
+      const write: PlanWrite = {
+        job,
+        lookup: db,
+        merges: mode === 'merge',
         fields,
-        job.existingContacts === 'merge' ? 'merge' : 'skip',
-      );
-      const write = { workspaceId, actorUserId: actor.userId, lookup: db };
-      let rows = 0;
-      let created = 0;
-      let merged = 0;
-      // A batch's changed reasons (and the progress beside) are stored while the next batch
-      // is read and judged beside the transaction (the staged rows are committed, and this
-      // transaction holds the import); what is pending holds its statement's arrays, not
-      // the rows. A row judged as its mapping judged it, with the contact id it planned,
-      // is left as it is: a committed import's rows read their outcome in the past tense.
-      let stored: Promise<unknown> = Promise.resolve();
-      // Progress steps are written in order beside the transaction, not waited for batch by
-      // batch (each is a commit of its own); the last is waited for before the answer.
-      let progressed: Promise<void> = Promise.resolve();
-      // One batch held at a time (issue 29 goal 6): judged, written, then the next read.
-      for await (const staged of stagedBatches(db, job)) {
-        const batch = await judge.judge(staged);
-        await stored;
-        const creating = batch.filter((row) => row.contact);
-        const merging = batch.filter((row) => row.outcome === 'merge');
-        await createRows(tx, write, creating);
-        await mergeRows(tx, write, merging);
-        created += creating.length;
-        merged += merging.length;
-        await heldInFile(tx, workspaceId, batch);
-        const moved = batch.filter((row, i) => changed(staged[i]!, row));
-        if (moved.length > 0) {
-          stored = storeReasons(tx, job, moved);
-          stored.catch(() => {}); // awaited with the next batch, or below
+        actorUserId: actor.userId,
+      };
+      let stand = job.plannedWith !== null && job.plannedWith === fieldsJudgedBy(fields);
+      if (stand) {
+        // What others committed since the mapping is read beside the writes, while they run.
+        const standing = plansStand(db, job);
+        standing.catch(() => {}); // awaited below, whichever way the writes end
+        try {
+          await tx.transaction(async (savepoint) => {
+            await writePlans(savepoint, write, progress!);
+            if (!(await standing)) throw new PlansStale();
+          });
+        } catch (error) {
+          // A refusal of the writes (an address taken, a contact gone) is the commit's
+          // when the plans stood; one they had already fallen to is judged again below.
+          if (!(error instanceof PlansStale) && !(error instanceof AppError)) throw error;
+          if (error instanceof AppError && (await standing)) throw error;
+          stand = false;
         }
-        progressed = progress!.advance(batch.length);
-        rows += batch.length;
       }
-      await stored;
-      await progressed;
+      if (!stand) {
+        await judgeRows(tx, job, job.mapping, fields, mode);
+        // What the rolled back writes reported is done again from the start.
+        await progress.settled().catch(() => {});
+        progress = await ProgressReport.start(db, job, 'committing', job.rowCount);
+        await writePlans(tx, write, progress);
+      }
+      await nameFileHolders(tx, job);
+      await progress.settled();
+      const [counts] = await tx.execute<{ created: number; merged: number; rows: number }>(sql`
+        select count(*) filter (where outcome = 'create')::int as created,
+          count(*) filter (where outcome = 'merge')::int as merged, count(*)::int as rows
+        from import_rows where workspace_id = ${workspaceId} and import_id = ${job.id}`);
+      const { created, merged, rows } = counts!;
       const skipped = rows - created - merged;
       const [done] = await tx
         .update(imports)
@@ -686,71 +263,175 @@ export async function commitImport(ctx: Context, id: string): Promise<ImportView
   }
 }
 
-/** What a commit writes with: the workspace, the actor, and a connection beside it. */
-interface Write {
-  workspaceId: string;
-  actorUserId: string;
+/** What writing an import's plans needs: the import, a connection beside, the mode. */
+interface PlanWrite {
+  job: Import;
   /** Reads what others committed (who took an address meanwhile). */
   lookup: Db;
+  /** Rows may merge into contacts (`existingContacts: merge`). */
+  merges: boolean;
+  /** The custom fields the plans were judged with, and who commits. */
+  fields: readonly WritableField[];
+  actorUserId: string;
 }
 
-/** The rows' custom field values as judged, for the fields service's bulk writes. */
-function checkedValues(rows: readonly Judged[]) {
-  return rows
-    .filter((row) => row.checked && row.checked.values.length > 0)
-    .map((row) => ({ contactId: row.contactId!, checked: row.checked! }));
+/** Staged rows written per step: the progress moves by as many. */
+const STEP = 2_000;
+
+/** Each planned address of a staged row, with its place in the row (`n`). */
+const ADDRESSES = sql`cross join lateral rows from (
+    jsonb_to_recordset(staged.plan->'addresses')
+      as (channel text, identifier text, "identifierKey" text, "displayName" text, add boolean)
+  ) with ordinality as address(channel, identifier, "identifierKey", "displayName", add, n)`;
+/** Each planned value of a staged row: its field's id and its stored form. */
+const VALUES = sql`cross join lateral jsonb_each(staged.plan->'values') as value(field, stored)`;
+
+/** One step of an import's rows: those after line `after` up to `last`. */
+interface Step {
+  job: Import;
+  after: number;
+  last: number;
 }
 
-/** Creates the contacts of `importable`, rows of a batch that each create one. */
-async function createRows(tx: Db, write: Write, importable: readonly Judged[]): Promise<void> {
-  if (importable.length === 0) return;
-  // Each with the id judging gave it (the mapping's, when it stands).
-  await createContactsIn(
-    tx,
-    write.workspaceId,
-    importable.map((row) => row.contact!),
-    { lookup: write.lookup, ids: importable.map((row) => row.contactId!) },
-  );
-  const writes = checkedValues(importable);
-  if (writes.length > 0) {
-    await findService('fields')!.writeValuesMany(tx, {
-      workspaceId: write.workspaceId,
-      actorUserId: write.actorUserId,
-      writes,
-      event: false,
-      fresh: true,
-    });
+/** The rows of `step` whose outcome is `outcome`, as a from clause, each with `join`. */
+function stepRows(step: Step, outcome: RowOutcome, join: SQL = sql``): SQL {
+  return sql`from import_rows as staged ${join}
+    where staged.workspace_id = ${step.job.workspaceId} and staged.import_id = ${step.job.id}
+      and staged.line > ${step.after} and staged.line <= ${step.last}
+      and staged.outcome = ${outcome}`;
+}
+
+/** The planned addresses of a step's rows as the SDK's staged identities, in file order. */
+function addressesOf(step: Step, outcome: RowOutcome): SQL {
+  return sql`select staged.contact_id, address.channel, address.identifier,
+      address."identifierKey" as identifier_key, address."displayName" as display_name
+    ${stepRows(step, outcome, ADDRESSES)}
+    ${outcome === 'merge' ? sql`and address.add` : sql``}
+    order by staged.line, address.n`;
+}
+
+/** The planned values of a step's rows as the fields service's staged values, in file order. */
+function valuesOf(step: Step, outcome: RowOutcome): SQL {
+  return sql`select staged.contact_id, value.field::uuid as field_id, value.stored as value
+    ${stepRows(step, outcome, VALUES)} order by staged.line`;
+}
+
+/**
+ * Writes the plans of `write.job`'s rows in `tx`, a step of rows in file order at a time:
+ * the contacts the rows creating one create, with their addresses and values, then what
+ * merging rows add to theirs. Every statement reads the rows where they are staged; the
+ * progress moves by a step once it is written.
+ */
+async function writePlans(tx: Db, write: PlanWrite, progress: ProgressReport): Promise<void> {
+  const { job } = write;
+  for (let after = 0; ;) {
+    const [next] = await tx.execute<{ last: number | null; rows: number }>(sql`
+      select max(line) as last, count(*)::int as rows from (
+        select line from import_rows
+        where workspace_id = ${job.workspaceId} and import_id = ${job.id} and line > ${after}
+        order by line limit ${STEP}
+      ) as step`);
+    if (!next || next.rows === 0 || next.last === null) return;
+    const step: Step = { job, after, last: next.last };
+    await createContactsFrom(
+      tx,
+      job.workspaceId,
+      {
+        contacts: sql`select staged.contact_id as id, staged.plan->>'name' as name
+          ${stepRows(step, 'create')} order by staged.line`,
+        identities: addressesOf(step, 'create'),
+      },
+      { lookup: write.lookup },
+    );
+    await writeValues(tx, write, step, 'create');
+    if (write.merges) {
+      // Judged before this point: a contact erased since is refused, not a foreign-key error.
+      await lockContactsFrom(
+        tx,
+        job.workspaceId,
+        sql`select staged.contact_id ${stepRows(step, 'merge')}`,
+      );
+      await addIdentitiesFrom(tx, job.workspaceId, addressesOf(step, 'merge'));
+      await writeValues(tx, write, step, 'merge');
+    }
+    void progress.advance(next.rows);
+    after = next.last;
   }
 }
 
 /**
- * Merges `merging`, rows of a batch, into their contacts (an earlier row's is created by
- * now): the addresses nobody held added, the values filled where the contact has none.
+ * The planned values of a step's rows written by the fields service: created contacts'
+ * values, or a merge's filled where its contact holds none. A provider without
+ * `writeValuesFrom` is handed the step's values as checked values (one step held).
  */
-async function mergeRows(tx: Db, write: Write, merging: readonly Judged[]): Promise<void> {
-  if (merging.length === 0) return;
-  // Judged before this point: a contact erased since then is refused, not a foreign-key error.
-  await lockContactsIn(
-    tx,
-    write.workspaceId,
-    merging.map((row) => row.contactId!),
-  );
-  await addIdentitiesIn(
-    tx,
-    write.workspaceId,
-    merging.flatMap((row) =>
-      row.adds!.map((identity) => ({ contactId: row.contactId!, identity })),
-    ),
-  );
-  const writes = checkedValues(merging);
-  if (writes.length > 0) {
-    await findService('fields')!.fillValuesMany(tx, {
-      workspaceId: write.workspaceId,
-      actorUserId: write.actorUserId,
-      writes,
-      event: false,
-    });
+async function writeValues(tx: Db, write: PlanWrite, step: Step, outcome: RowOutcome) {
+  const service = findService('fields');
+  if (!service) return;
+  const workspaceId = step.job.workspaceId;
+  if (service.writeValuesFrom) {
+    const values = valuesOf(step, outcome);
+    await service.writeValuesFrom(tx, { workspaceId, values, fill: outcome === 'merge' });
+    return;
   }
+  const planned = await tx.execute<{ contactId: string; values: Record<string, unknown> }>(sql`
+    select staged.contact_id as "contactId", staged.plan->'values' as values
+    ${stepRows(step, outcome)} and staged.plan ? 'values' order by staged.line`);
+  const byId = new Map(write.fields.map((field) => [field.id, field]));
+  const writes = planned.map(({ contactId, values }) => ({
+    contactId,
+    checked: {
+      values: Object.entries(values).map(([id, value]) => ({ field: byId.get(id)!, value })),
+    },
+  }));
+  if (writes.length === 0) return;
+  const input = { workspaceId, actorUserId: write.actorUserId, writes, event: false };
+  if (outcome === 'merge') await service.fillValuesMany(tx, input);
+  else await service.writeValuesMany(tx, { ...input, fresh: true });
+}
+
+/**
+ * Whether every plan of `job`'s rows still stands in what is committed (`db` beside the
+ * commit's transaction): each address a row names held by the contact that held it when
+ * the row was judged (or still by none), that contact's name the same and, for a merge, its
+ * count of identities. One statement over the staged plans; the file's own contacts, which
+ * the commit creates, are not seen and need not be.
+ */
+async function plansStand(db: Db, job: Import): Promise<boolean> {
+  const [checked] = await db.execute<{ stand: boolean }>(sql`
+    select not exists (
+      select 1 from import_rows as staged
+      cross join lateral jsonb_to_recordset(staged.plan->'addresses') as address(
+        channel text, "identifierKey" text, holder uuid, "holderName" text, "holderCount" int)
+      left join contact_identities as held on held.workspace_id = staged.workspace_id
+        and held.channel = address.channel and held.identifier_key = address."identifierKey"
+      where staged.workspace_id = ${job.workspaceId} and staged.import_id = ${job.id}
+        and staged.plan is not null
+        and (held.contact_id is distinct from address.holder
+          or address.holder is not null and (
+            address."holderName" is distinct from (
+              select name from contacts
+              where workspace_id = staged.workspace_id and id = address.holder)
+            or address."holderCount" <> (
+              select count(*) from contact_identities
+              where workspace_id = staged.workspace_id and contact_id = address.holder)))
+    ) as stand`);
+  return checked!.stand;
+}
+
+/**
+ * Rows left out because an earlier row of the file holds an address, whose holder this
+ * commit created: they name it (`identity_taken_by`, its name), as a row held by a contact
+ * already in the workspace does. One statement once the contacts are written.
+ */
+async function nameFileHolders(tx: Db, job: Import): Promise<void> {
+  await tx.execute(sql`
+    update import_rows as held
+    set reason = jsonb_build_object(
+      'code', 'identity_taken_by', 'meta', jsonb_build_object('ownerName', owner.name))
+    from contacts as owner
+    where held.workspace_id = ${job.workspaceId} and held.import_id = ${job.id}
+      and held.contact_planned and held.reason->>'code' = 'identity_taken'
+      and owner.workspace_id = held.workspace_id and owner.id = held.contact_id`);
 }
 
 /** The import locked for the transaction, or lock_not_available at once if it is locked. */
@@ -762,26 +443,4 @@ async function lockImportNow(tx: Db, workspaceId: string, id: string): Promise<I
     .for('no key update', { noWait: true });
   if (!job) throw refuse('import_not_found');
   return job;
-}
-
-/**
- * Rows left out because an earlier row of the file holds an address, whose holder this
- * commit created: they name it (`identity_taken_by`, its contactId) as a row held by a
- * contact already in the workspace does.
- */
-async function heldInFile(tx: Db, workspaceId: string, batch: readonly Judged[]): Promise<void> {
-  const held = batch.filter((row) => row.heldBy);
-  if (held.length === 0) return;
-  // Created in this transaction by now (this batch's, or an earlier one's): their names are
-  // read back rather than held for every row of the file while judging.
-  const ids = [...new Set(held.map((row) => row.heldBy!))];
-  const named = await tx.execute<{ id: string; name: string }>(sql`
-    select id, name from contacts
-    where workspace_id = ${workspaceId}
-      and id in (select (jsonb_array_elements_text(${JSON.stringify(ids)}::jsonb))::uuid)`);
-  const names = new Map(named.map((contact) => [contact.id, contact.name]));
-  for (const row of held) {
-    row.reason = reason('identity_taken_by', { ownerName: names.get(row.heldBy!) ?? '' });
-    row.contactId = row.heldBy!;
-  }
 }

@@ -62,6 +62,11 @@ export class ProgressReport {
     return step;
   }
 
+  /** Once every step so far is written: rejected with the first that failed. */
+  async settled(): Promise<void> {
+    await this.writing;
+  }
+
   /** The work ended, whichever way: nothing is running any more. */
   async end(): Promise<void> {
     await this.writing.catch(() => {});

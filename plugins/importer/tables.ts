@@ -36,6 +36,33 @@ export type RowReason = { code: RowReasonCode; meta: Record<string, unknown> } |
 /** As stored: a reason written before reasons were codes is its text (legacy_text). */
 export type StoredReason = RowReason | string;
 
+/**
+ * An address of a staged row as its mapping judged it: the prepared identity, the
+ * workspace's contact that held it then (its name and, for a merge, how many identities
+ * it held), and whether a merging row adds it to its contact.
+ */
+export interface PlannedAddress {
+  channel: string;
+  identifier: string;
+  identifierKey: string;
+  displayName: string | null;
+  holder?: string;
+  holderName?: string;
+  holderCount?: number;
+  add?: true;
+}
+
+/**
+ * What a mapping prepared of a row for the commit (docs/importer.md "Committing"): the
+ * contact's name (a row creating one), every address it names, and its custom field
+ * values in their stored forms by field id (written, or filled by a merge).
+ */
+export interface RowPlan {
+  name?: string;
+  addresses: PlannedAddress[];
+  values?: Record<string, unknown>;
+}
+
 /** An uploaded file and where it stands (docs/importer.md has the states). */
 export const imports = pgTable(
   'imports',
@@ -55,6 +82,12 @@ export const imports = pgTable(
      * identity_taken_by) or `merge` into that contact; set with the mapping.
      */
     existingContacts: text().notNull().default('skip'),
+    /**
+     * What the rows' plans were judged with: the custom fields as `fieldsJudgedBy` writes
+     * them. Null when no plan stands (no mapping yet, or an erasure blanked a row's): a
+     * commit then judges every row again, as it does when the fields changed since.
+     */
+    plannedWith: text(),
     /** Contacts the commit created, rows it merged into existing contacts, rows it left out. */
     createdCount: integer(),
     mergedCount: integer(),
@@ -96,6 +129,8 @@ export const importRows = pgTable(
      * `contactPlanned` stored it); null before a mapping.
      */
     outcome: text(),
+    /** What the last mapping prepared of the row for the commit; null when it prepared nothing. */
+    plan: jsonb().$type<RowPlan>(),
   },
   (t) => [
     primaryKey({ columns: [t.workspaceId, t.importId, t.line] }),

@@ -207,7 +207,7 @@ let lastMillisecond = NaN;
 let lastIso = '';
 
 /** Whether `error` (as postgres.js or drizzle wraps it) is an identity's unique key taken. */
-function isTakenIdentity(error: unknown): boolean {
+export function isTakenIdentity(error: unknown): boolean {
   let e = error as { code?: unknown; constraint_name?: unknown; cause?: unknown } | undefined;
   for (let depth = 0; e && depth < 4; depth += 1, e = e.cause as typeof e) {
     if (e.code === '23505' && e.constraint_name === 'contact_identities_key') return true;

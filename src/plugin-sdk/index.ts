@@ -87,6 +87,17 @@ export {
   type IdentityAddition,
   type AddedIdentity,
 } from '../contacts/bulk.js';
+/**
+ * The same writes from rows a plugin staged in its own tables (an import's mapping): one
+ * `insert … select` a table, the rows read where they lie (docs/plugins.md, "Contacts
+ * from staged rows").
+ */
+export {
+  createContactsFrom,
+  addIdentitiesFrom,
+  lockContactsFrom,
+  type StagedContacts,
+} from '../contacts/staged.js';
 export { IDENTITIES_PER_CONTACT } from '../limits.js';
 /**
  * A filter a plugin adds to `contactPage` (an argument of its own, turned into a condition

@@ -1,6 +1,7 @@
 // Services one plugin offers the others. The contract of each lives here, in the SDK, so a
 // plugin calling another imports only the SDK; the plugin that implements it registers it
 // with `provideService` when its backend loads.
+import type { SQL } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
 import type { AppError } from '../errors.js';
 import type { CacheScope } from '../workspaces/cache.js';
@@ -117,6 +118,18 @@ export interface FieldsService {
       event?: boolean;
     },
   ): Promise<{ contactId: string; fields: string[] }[]>;
+  /**
+   * Writes values a select stages (`contact_id`, `field_id`, `value`: the stored forms
+   * `checkValues` or `checkCells` answered, none null) in the caller's transaction, one
+   * statement: for contacts created in that transaction, or with `fill` only where a
+   * contact holds none for the field, the first of the select's order filling first (a
+   * merge's rule). Records no event: the caller records its own summary. A provider
+   * without it is written through `writeValuesMany` and `fillValuesMany` instead.
+   */
+  writeValuesFrom?(
+    tx: Db,
+    input: { workspaceId: string; values: SQL; fill?: boolean },
+  ): Promise<void>;
 }
 
 /** Every plugin service by the id of the plugin that provides it. */

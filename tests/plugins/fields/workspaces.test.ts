@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { drizzle } from 'drizzle-orm/postgres-js';
 import { startService, type Service } from '../../../src/server.js';
 import { RequestLoaders } from '../../../src/loaders.js';
+import { sql } from 'drizzle-orm';
 import { AppError, findService, type Context } from '../../../src/plugin-sdk/index.js';
 import { readField } from '../../../plugins/fields/values.js';
 import { liveDefinitions } from '../../../plugins/fields/definitions.js';
@@ -231,6 +232,51 @@ describe('the SDK service other plugins write values with', () => {
       select subject_id from events where name = 'contact.fields_changed'
       and subject_id in ${svc.db.database.sql(ids)}`;
     expect(events.map((row) => row.subject_id)).toEqual([ids[0]]);
+  });
+
+  test('writeValuesFrom writes staged values in one statement, or fills only where none is held', async () => {
+    const service = findService('fields')!;
+    const [field] = await service.writableFields(scope(), svc.workspace.id);
+    const ids = [
+      (await createContactVia(svc, 'Staged one')).id,
+      (await createContactVia(svc, 'Staged two')).id,
+    ];
+    /** `[contact, amount]` pairs as a staged select, in order. */
+    const staged = (pairs: [string, string][]) =>
+      sql`select contact_id, field_id, value from (values ${sql.join(
+        pairs.map(
+          ([id, amount], n) =>
+            sql`(${n}, ${id}::uuid, ${field!.id}::uuid, ${JSON.stringify({ amount, currency: 'EUR' })}::jsonb)`,
+        ),
+        sql`, `,
+      )}) as given(n, contact_id, field_id, value) order by n`;
+    const write = (pairs: [string, string][], fill?: boolean) =>
+      svc.db.database.db.transaction((tx) =>
+        service.writeValuesFrom!(tx, {
+          workspaceId: svc.workspace.id,
+          values: staged(pairs),
+          fill,
+        }),
+      );
+    await write([[ids[0]!, '1.00']]);
+    // Filling: the held value stays, and of two for one contact the first fills.
+    await write(
+      [
+        [ids[0]!, '9.00'],
+        [ids[1]!, '2.00'],
+        [ids[1]!, '3.00'],
+      ],
+      true,
+    );
+    const read = async (id: string) =>
+      dataOf<{ field: unknown }>((await svc.graph(READ, { id, name: 'budget' })).body, 'contact')
+        .field;
+    expect(await read(ids[0]!)).toEqual({ amount: '1.00', currency: 'EUR' });
+    expect(await read(ids[1]!)).toEqual({ amount: '2.00', currency: 'EUR' });
+    const events = await svc.db.database.sql`
+      select 1 from events where name = 'contact.fields_changed'
+      and subject_id in ${svc.db.database.sql(ids)}`;
+    expect(events).toHaveLength(0);
   });
 
   test('an entry write through the graph never reaches another plugin as a writable field', async () => {
