@@ -139,6 +139,47 @@ describe('an import’s progress', () => {
     );
   });
 
+  test('committing an import past 20,000 rows: the progress moves by a tenth of its rows', async () => {
+    const { headers } = await freshWorkspaceHeaders(svc);
+    const rows = 25_000;
+    const big = [
+      'name,email',
+      ...Array.from({ length: rows }, (_, i) => `Person ${i},big.${i}@example.com`),
+    ].join('\n');
+    const { id } = dataOf<{ id: string }>(
+      (await uploadFile(svc, big, 'big.csv', headers)).body,
+      'importUpload',
+    );
+    const mapping = [
+      { column: 0, target: 'name' },
+      { column: 1, target: 'identity:email' },
+    ];
+    dataOf(
+      (
+        await svc.graph(
+          `mutation ($id: UUID!, $m: [ImportColumnInput!]!) { importSetMapping(id: $id, mapping: $m) { id } }`,
+          { id, m: mapping },
+          headers,
+        )
+      ).body,
+      'importSetMapping',
+    );
+    const done = dataOf<{ createdCount: number }>(
+      (
+        await svc.graph(
+          'mutation ($id: UUID!) { importCommit(id: $id) { createdCount } }',
+          { id },
+          headers,
+        )
+      ).body,
+      'importCommit',
+    );
+    expect(done.createdCount).toBe(rows);
+    expect((await seenProgress(id, 'committing')).map((seen) => seen.done)).toEqual(
+      Array.from({ length: 11 }, (_, i) => i * 2_500),
+    );
+  });
+
   test('work a dead process left: staging reads failed, a commit’s progress is gone', async () => {
     const { headers, workspaceId } = await freshWorkspaceHeaders(svc);
     const { sql } = svc.db.database;
