@@ -243,10 +243,11 @@ export async function baselineServer(databaseUrl: string) {
         cross join lateral (select similarity(lower(c.name), me.name)::float8 as similarity) s
         order by score desc, lower(c.name), c.id limit ${DUPLICATES}`;
       return {
+        // In the query's field order, as the service answers.
         contactDuplicates: rows.map((r) => ({
-          contact: { id: r.id, name: r.name },
           score: Number(r.score),
           nameSimilarity: r.similarity,
+          contact: { id: r.id, name: r.name },
         })),
       };
     },
