@@ -15,7 +15,7 @@ import { contactIdentities, contacts } from '../../src/contacts/tables.js';
 import type { Db } from '../../src/db/client.js';
 import { AppError } from '../../src/errors.js';
 import { IDENTITIES_PER_CONTACT } from '../../src/limits.js';
-import { createContactVia, freshWorkspaceHeaders } from '../support/contacts.js';
+import { createContactVia, freshWorkspaceHeaders, refusalIn } from '../support/contacts.js';
 import { startTestService, type TestService } from '../support/service.js';
 
 let svc: TestService;
@@ -53,15 +53,7 @@ async function identitiesOf(workspaceId: string, contactId: string) {
 }
 
 /** The refusal `write` throws inside a transaction that is rolled back. */
-async function refusal(write: (tx: Db) => Promise<unknown>): Promise<AppError> {
-  try {
-    await db.transaction(write);
-  } catch (error) {
-    if (error instanceof AppError) return error;
-    throw error;
-  }
-  throw new Error('the write was not refused');
-}
+const refusal = (write: (tx: Db) => Promise<unknown>) => refusalIn(db, write);
 
 describe('createContactsIn', () => {
   test('gives the contacts the ids a caller planned, in input order', async () => {

@@ -16,7 +16,7 @@ import {
   type ContactData,
 } from '../support/contacts.js';
 import { startTestService, type TestService } from '../support/service.js';
-import { uploadFile } from '../plugins/importer/support.js';
+import { mapAndCommit, uploadFile } from '../plugins/importer/support.js';
 
 let svc: TestService;
 
@@ -155,27 +155,7 @@ describe('q finds what each write left, right after it', () => {
       { column: 1, target: 'identity:email' },
       { column: 2, target: 'identity:phone' },
     ];
-    dataOf(
-      (
-        await svc.graph(
-          'mutation ($id: UUID!, $mapping: [ImportColumnInput!]!) { importSetMapping(id: $id, mapping: $mapping) { id } }',
-          { id, mapping },
-          headers,
-        )
-      ).body,
-      'importSetMapping',
-    );
-    const committed = dataOf<{ createdCount: number }>(
-      (
-        await svc.graph(
-          'mutation ($id: UUID!) { importCommit(id: $id) { createdCount } }',
-          { id },
-          headers,
-        )
-      ).body,
-      'importCommit',
-    );
-    expect(committed.createdCount).toBe(2);
+    expect(await mapAndCommit(svc, id, mapping, headers)).toBe(2);
     expect(await found(headers, 'kord')).toEqual(['Vesna Kord', 'Wolfram Kord']);
     expect(await found(headers, '7946552')).toEqual(['Vesna Kord']);
   });

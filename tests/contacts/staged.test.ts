@@ -13,7 +13,7 @@ import {
 import type { Db } from '../../src/db/client.js';
 import { AppError } from '../../src/errors.js';
 import { IDENTITIES_PER_CONTACT } from '../../src/limits.js';
-import { createContactVia, dataOf, freshWorkspaceHeaders } from '../support/contacts.js';
+import { createContactVia, dataOf, freshWorkspaceHeaders, refusalIn } from '../support/contacts.js';
 import { startTestService, type TestService } from '../support/service.js';
 
 let svc: TestService;
@@ -63,15 +63,7 @@ async function identitiesOf(workspaceId: string, contactId: string): Promise<str
 }
 
 /** The refusal `write` throws inside a transaction that is rolled back. */
-async function refusal(write: (tx: Db) => Promise<unknown>): Promise<AppError> {
-  try {
-    await db.transaction(write);
-  } catch (error) {
-    if (error instanceof AppError) return error;
-    throw error;
-  }
-  throw new Error('the write was not refused');
-}
+const refusal = (write: (tx: Db) => Promise<unknown>) => refusalIn(db, write);
 
 const TOTAL = '{ contactPage(limit: 1) { total } }';
 

@@ -1,4 +1,6 @@
 import { expect } from '@jest/globals';
+import type { Db } from '../../src/db/client.js';
+import { AppError } from '../../src/errors.js';
 import { bearer, createUser, createWorkspace, tokenFor } from './factories.js';
 import type { GraphBody, TestService } from './service.js';
 
@@ -93,4 +95,15 @@ export function expectReason(
   expect(body.data ?? null).toBeNull();
   expect(body.errors).toHaveLength(1);
   expect(body.errors?.[0]?.extensions).toEqual(expect.objectContaining({ code, reason, meta }));
+}
+
+/** The refusal `write` throws inside a transaction of `db`, which is rolled back. */
+export async function refusalIn(db: Db, write: (tx: Db) => Promise<unknown>): Promise<AppError> {
+  try {
+    await db.transaction(write);
+  } catch (error) {
+    if (error instanceof AppError) return error;
+    throw error;
+  }
+  throw new Error('the write was not refused');
 }

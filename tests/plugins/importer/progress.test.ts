@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { dataOf, expectReason, freshWorkspaceHeaders } from '../../support/contacts.js';
 import { startTestService, type TestService } from '../../support/service.js';
-import { holdTable, uploadFile, waiterOn } from './support.js';
+import { holdTable, mapAndCommit, uploadFile, waiterOn } from './support.js';
 
 let svc: TestService;
 
@@ -154,27 +154,7 @@ describe('an import’s progress', () => {
       { column: 0, target: 'name' },
       { column: 1, target: 'identity:email' },
     ];
-    dataOf(
-      (
-        await svc.graph(
-          `mutation ($id: UUID!, $m: [ImportColumnInput!]!) { importSetMapping(id: $id, mapping: $m) { id } }`,
-          { id, m: mapping },
-          headers,
-        )
-      ).body,
-      'importSetMapping',
-    );
-    const done = dataOf<{ createdCount: number }>(
-      (
-        await svc.graph(
-          'mutation ($id: UUID!) { importCommit(id: $id) { createdCount } }',
-          { id },
-          headers,
-        )
-      ).body,
-      'importCommit',
-    );
-    expect(done.createdCount).toBe(rows);
+    expect(await mapAndCommit(svc, id, mapping, headers)).toBe(rows);
     expect((await seenProgress(id, 'committing')).map((seen) => seen.done)).toEqual(
       Array.from({ length: 11 }, (_, i) => i * 2_500),
     );

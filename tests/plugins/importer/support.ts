@@ -1,4 +1,5 @@
 // What the importer's tests share: a multipart upload (GraphQL multipart request spec).
+import { dataOf } from '../../support/contacts.js';
 import type { GraphBody, TestService } from '../../support/service.js';
 
 export { holdTable, waiterOn } from '../../support/locks.js';
@@ -24,4 +25,34 @@ export async function uploadFile(
   form.append('0', new Blob([bytes as BlobPart]), name);
   const response = await svc.request(`/api/graphql`, { method: 'POST', headers, body: form });
   return { status: response.status, body: (await response.json()) as GraphBody };
+}
+
+/** Maps staged import `id` by `mapping` (column → target) and commits it; its createdCount. */
+export async function mapAndCommit(
+  svc: TestService,
+  id: string,
+  mapping: readonly { column: number; target: string }[],
+  headers: Record<string, string>,
+): Promise<number> {
+  dataOf(
+    (
+      await svc.graph(
+        'mutation ($id: UUID!, $mapping: [ImportColumnInput!]!) { importSetMapping(id: $id, mapping: $mapping) { id } }',
+        { id, mapping },
+        headers,
+      )
+    ).body,
+    'importSetMapping',
+  );
+  const committed = dataOf<{ createdCount: number }>(
+    (
+      await svc.graph(
+        'mutation ($id: UUID!) { importCommit(id: $id) { createdCount } }',
+        { id },
+        headers,
+      )
+    ).body,
+    'importCommit',
+  );
+  return committed.createdCount;
 }
