@@ -260,3 +260,27 @@ describe('a commit after the workspace changed', () => {
     );
   });
 });
+
+describe('hostile cells', () => {
+  test('a name of tabs, backslashes, quotes and astral characters is written as judged', async () => {
+    const { headers } = await workspace();
+    const name = 'Zoë\t"Q" \\N back\\slash 𝄞 O’Neil';
+    const csv = `name,email,phone,tier\n"${name.replace(/"/g, '""')}",z@example.com,,Gold\n`;
+    const { id } = dataOf<{ id: string }>(
+      (await uploadFile(svc, csv, 'c.csv', headers)).body,
+      'importUpload',
+    );
+    dataOf(
+      (await svc.graph(MAP, { id, mapping: MAPPING, existing: 'SKIP' }, headers)).body,
+      'importSetMapping',
+    );
+    expect(await commit(id, headers)).toMatchObject({ createdCount: 1 });
+    const [row] = await rows(id, headers);
+    const { body } = await svc.graph(
+      'query ($id: UUID!) { contact(id: $id) { name fieldValues } }',
+      { id: row!.contactId },
+      headers,
+    );
+    expect(dataOf(body, 'contact')).toEqual({ name, fieldValues: { tier: 'Gold' } });
+  });
+});
