@@ -183,13 +183,7 @@ export async function commitImport(ctx: Context, id: string): Promise<ImportView
       // Beside the transaction, on a connection of its own (the gate keeps one for it).
       progress = await ProgressReport.start(db, job, 'committing', job.rowCount);
       const mode = job.existingContacts === 'merge' ? 'merge' : 'skip';
-      const write: PlanWrite = {
-        job,
-        lookup: db,
-        merges: mode === 'merge',
-        fields,
-        actorUserId: actor.userId,
-      };
+      const write: PlanWrite = { job, lookup: db, fields, actorUserId: actor.userId };
       let stand = job.plannedWith !== null && job.plannedWith === fieldsJudgedBy(fields);
       if (stand) {
         // What others committed since the mapping is read beside the writes, while they run.
@@ -263,13 +257,11 @@ export async function commitImport(ctx: Context, id: string): Promise<ImportView
   }
 }
 
-/** What writing an import's plans needs: the import, a connection beside, the mode. */
+/** What writing an import's plans needs: the import, and a connection beside it. */
 interface PlanWrite {
   job: Import;
   /** Reads what others committed (who took an address meanwhile). */
   lookup: Db;
-  /** Rows may merge into contacts (`existingContacts: merge`). */
-  merges: boolean;
   /** The custom fields the plans were judged with, and who commits. */
   fields: readonly WritableField[];
   actorUserId: string;
@@ -349,7 +341,7 @@ async function writePlans(tx: Db, write: PlanWrite, progress: ProgressReport): P
       { lookup: write.lookup },
     );
     await writeValues(tx, write, step, 'create');
-    if (write.merges) {
+    if (job.existingContacts === 'merge') {
       // Judged before this point: a contact erased since is refused, not a foreign-key error.
       await lockContactsFrom(
         tx,
