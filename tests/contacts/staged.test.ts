@@ -155,6 +155,103 @@ describe('createContactsFrom', () => {
     );
     expect(await identitiesOf(workspaceId, mine)).toEqual(['shared@example.com']);
   });
+
+  test("writes each contact's search row once, with its display names and digits", async () => {
+    const { headers, workspaceId } = await freshWorkspaceHeaders(svc);
+    const [ada, bea] = [randomUUID(), randomUUID()];
+    const identities = sql`select * from (values
+        (${ada}::uuid, 'email', 'ada@example.com', 'ada@example.com', 'Countess Lovelace'),
+        (${ada}::uuid, 'phone', '+44 20 7946 0101', '+442079460101', null),
+        (${bea}::uuid, 'email', 'bea@example.com', 'bea@example.com', null)
+      ) as given(contact_id, channel, identifier, identifier_key, display_name)`;
+    // The backend's counts of contact_search's rows before and after the write, in its
+    // transaction (counts of earlier transactions may still be pending in them).
+    const counts = async (tx: Db) => {
+      const [row] = await tx.execute<{ inserted: number; updated: number }>(sql`
+        select coalesce(sum(n_tup_ins), 0)::int as inserted,
+          coalesce(sum(n_tup_upd), 0)::int as updated
+        from pg_stat_xact_user_tables where relname = 'contact_search'`);
+      return row!;
+    };
+    const writes = await db.transaction(async (tx) => {
+      const before = await counts(tx);
+      await createContactsFrom(tx, workspaceId, {
+        contacts: stagedContacts([
+          { id: ada, name: 'Ada' },
+          { id: bea, name: 'Bea' },
+        ]),
+        identities,
+      });
+      const after = await counts(tx);
+      return {
+        inserted: after.inserted - before.inserted,
+        updated: after.updated - before.updated,
+      };
+    });
+    expect(writes).toEqual({ inserted: 2, updated: 0 });
+    const rows = await svc.db.database.sql`
+      select contact_id, sort_name, names, digits from contact_search
+      where workspace_id = ${workspaceId} order by sort_name`;
+    expect(rows.map((row) => ({ ...row }))).toEqual([
+      { contact_id: ada, sort_name: 'ada', names: 'countess lovelace', digits: '442079460101' },
+      { contact_id: bea, sort_name: 'bea', names: '', digits: '' },
+    ]);
+    for (const q of ['countess', '79460101', 'bea']) {
+      const { body } = await svc.graph(
+        'query ($q: String) { contactPage(q: $q) { total items { id } } }',
+        { q },
+        headers,
+      );
+      expect([q, dataOf(body, 'contactPage')]).toEqual([
+        q,
+        { total: 1, items: [{ id: q === 'bea' ? bea : ada }] },
+      ]);
+    }
+  });
+
+  test('leaves the search triggers keeping what the transaction writes next', async () => {
+    const { headers, workspaceId } = await freshWorkspaceHeaders(svc);
+    const ada = randomUUID();
+    await db.transaction(async (tx) => {
+      await createContactsFrom(tx, workspaceId, {
+        contacts: stagedContacts([{ id: ada, name: 'Ada' }]),
+        identities: stagedIdentities([
+          { contactId: ada, channel: 'email', identifier: 'ada@example.com' },
+        ]),
+      });
+      await addIdentitiesFrom(
+        tx,
+        workspaceId,
+        stagedIdentities([{ contactId: ada, channel: 'phone', identifier: '+44 20 7946 0202' }]),
+      );
+    });
+    const { body } = await svc.graph(
+      '{ contactPage(q: "79460202") { total items { id } } }',
+      {},
+      headers,
+    );
+    expect(dataOf(body, 'contactPage')).toEqual({ total: 1, items: [{ id: ada }] });
+  });
+
+  test('refuses to commit an identity of a contact it does not create', async () => {
+    const { headers, workspaceId } = await freshWorkspaceHeaders(svc);
+    const existing = await createContactVia(svc, 'Old', [], headers);
+    const fresh = randomUUID();
+    await expect(
+      db.transaction((tx) =>
+        createContactsFrom(tx, workspaceId, {
+          contacts: stagedContacts([{ id: fresh, name: 'New' }]),
+          identities: stagedIdentities([
+            { contactId: existing.id, channel: 'phone', identifier: '+44 20 7946 0303' },
+          ]),
+        }),
+      ),
+    ).rejects.toThrow('a staged identity names a contact it does not create');
+    expect(await identitiesOf(workspaceId, existing.id)).toEqual([]);
+    expect(dataOf(await svc.graph(TOTAL, {}, headers).then((r) => r.body), 'contactPage')).toEqual({
+      total: 1,
+    });
+  });
 });
 
 describe('addIdentitiesFrom', () => {
