@@ -45,7 +45,7 @@ for (let round = 1; round <= ROUNDS; round += 1) {
           pid: service.child.pid!,
         });
         console.log(
-          `\nround ${round}, ${label}: COPY ${figures.copySeconds.toFixed(2)} s, CPU ${figures.copyCpuSeconds.toFixed(2)} s (under the triggers ${figures.plainCopySeconds.toFixed(2)} s)`,
+          `\nround ${round}, ${label}: COPY ${figures.copySeconds.toFixed(2)} s, CPU ${figures.copyCpuSeconds.toFixed(2)} s`,
         );
         console.log(importLine('CSV', figures.csv, figures));
         console.log(importLine('XLSX', figures.xlsx, figures));

@@ -1,8 +1,7 @@
 // npm run bench, import scenario: a generated CSV of about 5 MiB (50,000 rows with a name,
 // an email, a phone and two custom fields) and the same rows as .xlsx, each uploaded,
-// mapped and committed through the graph, against a COPY of the same rows into the same
-// tables in the same run (the floor: each search row written once, as the commit writes
-// them; and a plain COPY under the search triggers); with the peak RSS of `svc serve`.
+// mapped and committed through the graph, against a plain COPY of the same rows into the
+// same tables in the same run; with the peak RSS of `svc serve`.
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import * as XLSX from 'xlsx';
@@ -177,16 +176,12 @@ async function importFile(
 
 /**
  * The same rows written with COPY into contacts, identities and field values: its seconds,
- * and the CPU seconds of this process and the database's processes meanwhile. With
- * `searchOnce` (the floor) each contact's search row is written once after the COPYs, as
- * the commit writes it (drizzle/0014); without, the triggers keep them as they do for any
- * writer (a row with the name, rewritten with the identities).
+ * and the CPU seconds of this process and the database's processes meanwhile.
  */
 async function copyBaseline(
   databaseUrl: string,
   data: string[][],
   probe: ProbeDb,
-  { searchOnce }: { searchOnce: boolean },
 ): Promise<{ seconds: number; cpuSeconds: number }> {
   const database = createDatabase(databaseUrl, { max: 2 });
   try {
@@ -205,7 +200,6 @@ async function copyBaseline(
     const ownBefore = process.cpuUsage();
     const started = performance.now();
     await sql.begin(async (tx) => {
-      if (searchOnce) await tx`select set_config('svc.contact_search', 'written', true)`;
       const copy = async (statement: string, lines: string[]) => {
         const writable = await tx.unsafe(statement).writable();
         for (let i = 0; i < lines.length; i += 5_000) {
@@ -233,19 +227,6 @@ async function copyBaseline(
           `${workspaceId}\t${ids[i]}\t${fieldId('remark')}\t"${row[4]}"\n`,
         ]),
       );
-      if (searchOnce) {
-        await tx`
-          insert into contact_search (workspace_id, contact_id, sort_name, names, digits)
-          select c.workspace_id, c.id, lower(c.name), coalesce(i.names, ''), coalesce(i.digits, '')
-          from contacts c
-          left join (
-            select x.contact_id, string_agg(lower(x.display_name), E'\\n') as names,
-              string_agg(nullif(x.identifier_digits, ''), E'\\n') as digits
-            from contact_identities x where x.workspace_id = ${workspaceId}
-            group by x.contact_id
-          ) i on i.contact_id = c.id
-          where c.workspace_id = ${workspaceId}`;
-      }
       // The workspace's contact count (contactPage.total reads it), as every write keeps it.
       await tx`
         insert into workspace_counts (workspace_id, contacts) values (${workspaceId}, ${data.length})
@@ -269,10 +250,7 @@ export function peakRssMb(pid: number): number {
 
 /** One run of the scenario: COPY's seconds and each file's stages. */
 export interface ImportFigures {
-  /** The floor: COPY with each search row written once (the plain COPY where it can't be). */
   copySeconds: number;
-  /** COPY under the search triggers as any writer meets them (issue 29's reference). */
-  plainCopySeconds: number;
   /** CPU seconds of the COPY: this process's and the database's. */
   copyCpuSeconds: number;
   csv: { bytes: number } & Awaited<ReturnType<typeof importFile>>;
@@ -329,19 +307,10 @@ async function measureWith(
   await defineFields(graph, second);
   const xlsx = xlsxOf(rows());
   const xlsxRun = await importFile(graph, second, xlsx, 'contacts.xlsx', cpu);
-  // A database an earlier checkout migrated (BENCH_SVC_ROOT) has triggers that don't
-  // stand aside: its floor is the plain COPY.
-  const [migrated] = await probe.sql<{ once: boolean }[]>`
-    select coalesce(bool_or(prosrc like '%svc.contact_search%'), false) as once
-    from pg_proc where proname = 'contact_search_contacts_added'`;
-  const copy = migrated!.once
-    ? await copyBaseline(options.databaseUrl, rows(), probe, { searchOnce: true })
-    : null;
-  const plain = await copyBaseline(options.databaseUrl, rows(), probe, { searchOnce: false });
+  const copy = await copyBaseline(options.databaseUrl, rows(), probe);
   return {
-    copySeconds: (copy ?? plain).seconds,
-    copyCpuSeconds: (copy ?? plain).cpuSeconds,
-    plainCopySeconds: plain.seconds,
+    copySeconds: copy.seconds,
+    copyCpuSeconds: copy.cpuSeconds,
     csv: { bytes: csv.length, ...csvRun },
     xlsx: { bytes: xlsx.length, ...xlsxRun },
   };
@@ -351,9 +320,9 @@ async function measureWith(
 export function importLine(
   label: string,
   run: ImportFigures['csv'],
-  copy: Pick<ImportFigures, 'copySeconds' | 'copyCpuSeconds' | 'plainCopySeconds'>,
+  copy: Pick<ImportFigures, 'copySeconds' | 'copyCpuSeconds'>,
 ): string {
-  return `${label.padEnd(6)} ${(run.bytes / 1024 / 1024).toFixed(2)} MiB, ${run.rows} rows: staged ${run.stagedSeconds.toFixed(2)} s, mapped ${run.mappedSeconds.toFixed(2)} s, committed ${run.committedSeconds.toFixed(2)} s (commit ${(run.committedSeconds / copy.copySeconds).toFixed(2)}× COPY, ${(run.committedSeconds / copy.plainCopySeconds).toFixed(2)}× plain COPY), CPU ${run.committedCpuSeconds.toFixed(2)} s (${(run.committedCpuSeconds / copy.copyCpuSeconds).toFixed(2)}× COPY's); peak RSS after each stage ${run.peakMb.staged.toFixed(0)}·${run.peakMb.mapped.toFixed(0)}·${run.peakMb.committed.toFixed(0)} MB`;
+  return `${label.padEnd(6)} ${(run.bytes / 1024 / 1024).toFixed(2)} MiB, ${run.rows} rows: staged ${run.stagedSeconds.toFixed(2)} s, mapped ${run.mappedSeconds.toFixed(2)} s, committed ${run.committedSeconds.toFixed(2)} s (commit ${(run.committedSeconds / copy.copySeconds).toFixed(2)}× COPY), CPU ${run.committedCpuSeconds.toFixed(2)} s (${(run.committedCpuSeconds / copy.copyCpuSeconds).toFixed(2)}× COPY's); peak RSS after each stage ${run.peakMb.staged.toFixed(0)}·${run.peakMb.mapped.toFixed(0)}·${run.peakMb.committed.toFixed(0)} MB`;
 }
 
 /** Runs the scenario and prints its lines. */
@@ -365,7 +334,7 @@ export async function importScenario(options: {
 }) {
   const figures = await measureImports(options);
   console.log(
-    `\nimport: COPY of the same ${ROWS} rows into the same tables: ${figures.copySeconds.toFixed(2)} s, CPU ${figures.copyCpuSeconds.toFixed(2)} s (search rows written once; under the triggers ${figures.plainCopySeconds.toFixed(2)} s)`,
+    `\nimport: COPY of the same ${ROWS} rows into the same tables: ${figures.copySeconds.toFixed(2)} s, CPU ${figures.copyCpuSeconds.toFixed(2)} s`,
   );
   console.log(importLine('CSV', figures.csv, figures));
   console.log(importLine('XLSX', figures.xlsx, figures));

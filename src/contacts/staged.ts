@@ -36,40 +36,22 @@ export async function createContactsFrom(
   source: StagedContacts,
   options: { lookup?: Db } = {},
 ): Promise<number> {
-  // One statement writes the contacts, their identities and their search rows, each row
-  // once: the triggers that would insert a search row with the name and rewrite it with
-  // the identities stand aside for it (drizzle/0014_contact_search_written.sql).
-  await tx.execute(sql`select set_config('svc.contact_search', 'written', true)`);
-  let written: { count: number; stray: number } | undefined;
+  const [created] = await tx.execute<{ count: number }>(sql`
+    with written as (
+      insert into contacts (workspace_id, id, name)
+      select ${workspaceId}, staged.id, staged.name from (${source.contacts}) as staged
+      returning 1
+    )
+    select count(*)::int as count from written`);
+  const count = created!.count;
+  if (count === 0) return 0;
   try {
-    [written] = await tx.execute<{ count: number; stray: number }>(sql`
-      with added as (
-        insert into contacts (workspace_id, id, name)
-        select ${workspaceId}, staged.id, staged.name from (${source.contacts}) as staged
-        returning id, name
-      ),
-      identities as (
-        insert into contact_identities
-          (workspace_id, contact_id, channel, identifier, identifier_key, display_name, created_at)
-        select ${workspaceId}, staged.contact_id, staged.channel, staged.identifier,
-          staged.identifier_key, staged.display_name, clock_timestamp()
-        from (${source.identities}) as staged
-        returning contact_id, display_name, identifier_digits
-      ),
-      searched as (
-        insert into contact_search (workspace_id, contact_id, sort_name, names, digits)
-        select ${workspaceId}, added.id, lower(added.name), coalesce(held.names, ''),
-          coalesce(held.digits, '')
-        from added
-        left join (
-          select contact_id, string_agg(lower(display_name), E'\\n') as names,
-            string_agg(nullif(identifier_digits, ''), E'\\n') as digits
-          from identities group by contact_id
-        ) as held on held.contact_id = added.id
-      )
-      select (select count(*)::int from added) as count,
-        (select count(*)::int from identities
-          where contact_id not in (select id from added)) as stray`);
+    await tx.execute(sql`
+      insert into contact_identities
+        (workspace_id, contact_id, channel, identifier, identifier_key, display_name, created_at)
+      select ${workspaceId}, staged.contact_id, staged.channel, staged.identifier,
+        staged.identifier_key, staged.display_name, clock_timestamp()
+      from (${source.identities}) as staged`);
   } catch (error) {
     if (!isTakenIdentity(error)) throw error;
     throw refuse('identity_taken', {
@@ -78,14 +60,7 @@ export async function createContactsFrom(
         : '',
     });
   }
-  // An identity of a contact this write did not create would have no search row written
-  // for it: the caller's mistake, and the transaction must not commit it.
-  if (written!.stray > 0) {
-    throw new Error('createContactsFrom: a staged identity names a contact it does not create');
-  }
-  await tx.execute(sql`select set_config('svc.contact_search', '', true)`);
-  const { count } = written!;
-  if (count > 0) await bumpContactCount(tx, workspaceId, count);
+  await bumpContactCount(tx, workspaceId, count);
   return count;
 }
 

@@ -92,7 +92,7 @@ export const contactIdentities = pgTable(
  * break, so a fragment without one matches within a single value. Triggers on contacts
  * and contact_identities (drizzle/0010_contact_search_sync.sql) rewrite a contact's row in
  * the statement that changes what it holds and delete it with its contact, whichever path
- * writes (a bulk create writes its rows itself, once: drizzle/0014, `createContactsFrom`); a search reads this table alone (about 100 bytes a contact) until its page of 50.
+ * writes; a search reads this table alone (about 100 bytes a contact) until its page of 50.
  */
 export const contactSearch = pgTable(
   'contact_search',
