@@ -4,7 +4,7 @@ import { buildCatalogue, type AccessCatalogue } from './auth/access.js';
 import { startHousekeeping } from './auth/housekeeping.js';
 import type { Config } from './config.js';
 import { createDatabase, SERVE_POOL_SIZE, type Database } from './db/client.js';
-import { createQueryGate, type QueryGate } from './db/gate.js';
+import { createQueryGate, type QueryGate, type QueryGateOptions } from './db/gate.js';
 import { startReadRouting, type ReadRouting } from './db/replicas.js';
 import { startEventBus, type EventBus } from './events/bus.js';
 import { holdCredentials, type HeldCredentials } from './auth/credential-cache.js';
@@ -86,6 +86,17 @@ export async function migrateAll(
  */
 const STATEMENT_TIMEOUT_MARGIN_MS = 5_000;
 
+/**
+ * One caller's statements hold at most half a pool (docs/scaling.md), unless it is alone:
+ * with nobody else's request through the gate for a second, it may hold all but two, so
+ * one busy caller on a quiet service is not held to half of it, and a newcomer finds two
+ * connections free while the first caller's statements drain back to its share.
+ */
+const GATE_OPTIONS: QueryGateOptions = {
+  share: Math.floor(SERVE_POOL_SIZE / 2),
+  alone: { max: SERVE_POOL_SIZE - 2, quietMs: 1_000 },
+};
+
 /** Migrations on a pool of their own: they may run longer than any request's statement. */
 async function migrateOnce(
   url: string,
@@ -164,8 +175,7 @@ async function listen(deps: {
   const { config, log, database, plugins, events, listening } = deps;
   const cancel = new AbortController();
   let shuttingDown = false;
-  // One caller's statements hold at most half the pool (docs/scaling.md).
-  const primaryGate = createQueryGate(database, { share: Math.floor(SERVE_POOL_SIZE / 2) });
+  const primaryGate = createQueryGate(database, GATE_OPTIONS);
   const routing = await startReplicas(config, database, primaryGate, log);
   const gate: QueryGate = routing ?? primaryGate;
   const app = createApp({
@@ -287,7 +297,7 @@ async function startReplicas(
     });
     return {
       database,
-      gate: createQueryGate(database, { share: Math.floor(SERVE_POOL_SIZE / 2) }),
+      gate: createQueryGate(database, GATE_OPTIONS),
     };
   });
   try {

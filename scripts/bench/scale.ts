@@ -23,7 +23,8 @@
 // one as a column of the same run (before and after together). BENCH_POSTGRAPHILE_ROOT (a
 // directory where postgraphile@5 is installed) adds PostGraphile as a column
 // (postgraphile-peer.mjs, its own process) for the scenarios it has a document for.
-// BENCH_NODE_OPTIONS is `svc serve`'s NODE_OPTIONS (`--cpu-prof`, `--inspect`; support.ts).
+// BENCH_NODE_OPTIONS is `svc serve`'s NODE_OPTIONS (`--cpu-prof`, `--inspect`; support.ts) and
+// BENCH_BASELINE_NODE_ARGS the floor's and the peer's Node flags (`--cpu-prof --cpu-prof-dir=…`).
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -73,7 +74,10 @@ async function spawnBaseline(
   databaseUrl: string,
   script = 'scripts/bench/scale-baseline.ts',
 ): Promise<{ url: string; pid: number; close(): Promise<void> }> {
-  const child = spawn(servingNode, ['--import', 'tsx', path.join(root, script)], {
+  // BENCH_BASELINE_NODE_ARGS: Node flags for the floor and the peer (`--cpu-prof`, which
+  // NODE_OPTIONS refuses), so the two can be profiled as the service is.
+  const flags = process.env.BENCH_BASELINE_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
+  const child = spawn(servingNode, [...flags, '--import', 'tsx', path.join(root, script)], {
     cwd: root,
     env: { ...process.env, BENCH_DATABASE_URL: databaseUrl },
     stdio: ['ignore', 'pipe', 'inherit'],

@@ -43,6 +43,15 @@ export interface QueryGateOptions {
    * and transactions (a share of 1 keeps one, and a second for those beside).
    */
   share: number;
+  /**
+   * A caller alone on the gate may go past its share, up to `max` statements and
+   * transactions at once: while no other caller has made a request through the gate in
+   * the last `quietMs` and none has a statement running or waiting. Idle connections
+   * then serve the one caller there is (an automation, an import, a bench) rather than
+   * sitting unused; the moment another caller appears, the first is held to its share
+   * again (what it already runs finishes). Off unless given.
+   */
+  alone?: { max: number; quietMs: number };
 }
 
 export interface QueryGate {
@@ -166,6 +175,28 @@ export function createQueryGate(database: Database, options: QueryGateOptions): 
   const ordinary = Math.max(1, share - 1);
   const byCaller = new Map<string, Turns>();
   const transactions = new AsyncLocalStorage<OpenTransaction>();
+  const alone = options.alone && options.alone.max > ordinary ? options.alone : null;
+  // The two callers seen last, and when: whether anyone but `caller` was seen lately is
+  // then one comparison, however many callers there are.
+  let latest = { caller: '', at: -Infinity };
+  let previous = { caller: '', at: -Infinity };
+
+  function seen(caller: string): void {
+    if (!alone) return;
+    const at = performance.now();
+    if (latest.caller === caller) latest.at = at;
+    else {
+      previous = latest;
+      latest = { caller, at };
+    }
+  }
+
+  /** How many statements and transactions `caller` may hold now (its share, or more alone). */
+  function limitOf(caller: string): number {
+    if (!alone || byCaller.size > 1) return ordinary;
+    const other = latest.caller === caller ? previous : latest;
+    return performance.now() - other.at >= alone.quietMs ? alone.max : ordinary;
+  }
 
   function turnsOf(caller: string): Turns {
     let turns = byCaller.get(caller);
@@ -174,13 +205,31 @@ export function createQueryGate(database: Database, options: QueryGateOptions): 
   }
 
   function release(caller: string, turns: Turns): void {
-    // The turn passes on (running stays the same): first to a statement beside an open
-    // transaction, then to an ordinary one if the caller holds no more than it may.
-    const next =
-      turns.beside.shift() ?? (turns.running <= ordinary ? turns.waiting.shift() : undefined);
-    if (next) return next.grant();
+    // The turn passes on: first to a statement beside an open transaction, then to
+    // ordinary ones while the caller holds less than it may (more than one when it has
+    // just come to be alone).
     turns.running -= 1;
+    const beside = turns.beside.shift();
+    if (beside) {
+      turns.running += 1;
+      beside.grant();
+    }
+    const limit = limitOf(caller);
+    for (let next = turns.waiting[0]; next && turns.running < limit; next = turns.waiting[0]) {
+      turns.waiting.shift();
+      turns.running += 1;
+      next.grant();
+    }
     if (turns.running === 0) byCaller.delete(caller);
+  }
+
+  /**
+   * Turns a statement beside an open transaction may find taken: one more than the caller
+   * may hold, or than it holds (having gone past its share alone, its transactions may
+   * still wait for what runs beside them).
+   */
+  function besideLimitOf(caller: string, turns: Turns): number {
+    return (alone && turns.running > ordinary ? alone.max : limitOf(caller)) + 1;
   }
 
   /**
@@ -191,7 +240,10 @@ export function createQueryGate(database: Database, options: QueryGateOptions): 
     if (signal.aborted) return Promise.reject(new OperationCancelled());
     const turns = turnsOf(caller);
     const done = once(() => release(caller, turns));
-    if (turns.running < (beside ? ordinary + 1 : ordinary)) {
+    const free = beside
+      ? turns.running < besideLimitOf(caller, turns)
+      : turns.waiting.length === 0 && turns.running < limitOf(caller);
+    if (free) {
       turns.running += 1;
       return Promise.resolve(done);
     }
@@ -216,6 +268,7 @@ export function createQueryGate(database: Database, options: QueryGateOptions): 
   }
 
   function forRequest(caller: string, signal: AbortSignal | (() => AbortSignal)): Database {
+    seen(caller);
     return new RequestDatabase(database.sql, requestDb, caller, signal);
   }
 

@@ -233,6 +233,68 @@ describe('createQueryGate', () => {
   });
 });
 
+describe('a caller alone', () => {
+  /** A gate whose callers may hold 4 alone; another caller seen in the last minute ends that. */
+  const aloneGate = () => createQueryGate(pool, { share: 3, alone: { max: 4, quietMs: 60_000 } });
+
+  test('holds up to its alone share while nobody else has made a request', async () => {
+    const gate = aloneGate();
+    const release = await holdLock();
+    const signal = new AbortController().signal;
+    const work = Array.from({ length: 5 }, () => waitForLock(gate.forRequest('ada', signal)));
+    expect(await waitersReach(4)).toBe(4);
+    expect(gate.load('ada')).toEqual({ running: 4, waiting: 1 });
+    await release();
+    await Promise.all(work);
+    expect(gate.load('ada')).toEqual({ running: 0, waiting: 0 });
+  });
+
+  test('is held to its share again once another caller makes a request', async () => {
+    const gate = aloneGate();
+    const signal = new AbortController().signal;
+    await gate.forRequest('ada', signal).db.execute(sql`select 1`);
+    const rows = await gate.forRequest('grace', signal).db.execute(sql`select 1 as one`);
+    expect([...rows]).toEqual([{ one: 1 }]);
+    const release = await holdLock();
+    const work = Array.from({ length: 5 }, () => waitForLock(gate.forRequest('ada', signal)));
+    expect(await waitersReach(2)).toBe(2);
+    expect(gate.load('ada')).toEqual({ running: 2, waiting: 3 });
+    await release();
+    await Promise.all(work);
+    expect(gate.load('ada')).toEqual({ running: 0, waiting: 0 });
+  });
+
+  test('a statement beside its open transaction still runs when its share is taken back', async () => {
+    const gate = aloneGate();
+    const signal = new AbortController().signal;
+    const database = () => gate.forRequest('ada', signal);
+    let letGo!: () => void;
+    const held = new Promise<void>((resolve) => (letGo = resolve));
+    let tookLock!: () => void;
+    const locked = new Promise<void>((resolve) => (tookLock = resolve));
+    const first = database().db.transaction(async (tx) => {
+      await tx.execute(sql`select pg_advisory_xact_lock(${LOCK})`);
+      tookLock();
+      await held;
+      await database().db.execute(sql`select 1`);
+    });
+    await locked;
+    // Alone, ada holds four transactions: the first and three waiting for its lock.
+    const followers = Array.from({ length: 3 }, () =>
+      database().db.transaction(async (tx) => {
+        await tx.execute(sql`select pg_advisory_xact_lock(${LOCK})`);
+      }),
+    );
+    expect(await waitersReach(3)).toBe(3);
+    expect(gate.load('ada')).toEqual({ running: 4, waiting: 0 });
+    // Grace's request takes ada's alone share back: ada's share is two, she holds four.
+    await gate.forRequest('grace', signal).db.execute(sql`select 1`);
+    letGo();
+    await Promise.all([first, ...followers]);
+    expect(gate.load('ada')).toEqual({ running: 0, waiting: 0 });
+  });
+});
+
 describe('statementTimeoutMs', () => {
   test('ends a statement that runs past it', async () => {
     const limited = createDatabase(db.url, { max: 1, statementTimeoutMs: 100 });
