@@ -63,6 +63,51 @@ async function waitersReach(count: number): Promise<number> {
   }
 }
 
+/**
+ * Holds the lock while `count` of ada's statements start on `on`: `running` of them wait
+ * for it, the rest for a turn (bounded wait); then lets them all finish.
+ */
+async function heldTo(on: QueryGate, count: number, running: number): Promise<void> {
+  const release = await holdLock();
+  const signal = new AbortController().signal;
+  const work = Array.from({ length: count }, () => waitForLock(on.forRequest('ada', signal)));
+  expect(await waitersReach(running)).toBe(running);
+  expect(on.load('ada')).toEqual({ running, waiting: count - running });
+  await release();
+  await Promise.all(work);
+  expect(on.load('ada')).toEqual({ running: 0, waiting: 0 });
+}
+
+/**
+ * Ada's transaction that takes the lock and, once let go, runs a statement beside itself
+ * (committed on its own, as an import's progress is); then `followers` more of hers that
+ * wait for the lock. `done` settles when all of them have.
+ */
+async function besideTransactions(
+  on: QueryGate,
+  followers: number,
+): Promise<{ letGo(): void; done: Promise<unknown> }> {
+  const signal = new AbortController().signal;
+  const database = () => on.forRequest('ada', signal);
+  let letGo!: () => void;
+  const held = new Promise<void>((resolve) => (letGo = resolve));
+  let tookLock!: () => void;
+  const locked = new Promise<void>((resolve) => (tookLock = resolve));
+  const first = database().db.transaction(async (tx) => {
+    await tx.execute(sql`select pg_advisory_xact_lock(${LOCK})`);
+    tookLock();
+    await held;
+    await database().db.execute(sql`select 1`);
+  });
+  await locked;
+  const rest = Array.from({ length: followers }, () =>
+    database().db.transaction(async (tx) => {
+      await tx.execute(sql`select pg_advisory_xact_lock(${LOCK})`);
+    }),
+  );
+  return { letGo, done: Promise.all([first, ...rest]) };
+}
+
 describe('createQueryGate', () => {
   test('one caller runs at most its share (less the kept turn) of statements at once; the rest wait their turn', async () => {
     const release = await holdLock();
@@ -160,49 +205,20 @@ describe('createQueryGate', () => {
   });
 
   test("a statement beside a caller's open transaction never waits for the caller's transactions that wait for it", async () => {
-    const signal = new AbortController().signal;
-    const database = () => gate.forRequest('ada', signal);
-    let besideRan!: () => void;
-    const ranBeside = new Promise<void>((resolve) => (besideRan = resolve));
-    let letGo!: () => void;
-    const held = new Promise<void>((resolve) => (letGo = resolve));
-    let tookLock!: () => void;
-    const locked = new Promise<void>((resolve) => (tookLock = resolve));
-    const first = database().db.transaction(async (tx) => {
-      await tx.execute(sql`select pg_advisory_xact_lock(${LOCK})`);
-      tookLock();
-      await held;
-      // Beside the transaction, committed on its own (as an import's progress is).
-      await database().db.execute(sql`select 1`);
-      besideRan();
-    });
     // Ada's next transactions, once the first holds the lock: the first of them waits for
     // the lock, the others for a turn.
-    await locked;
-    const followers = Array.from({ length: 3 }, () =>
-      database().db.transaction(async (tx) => {
-        await tx.execute(sql`select pg_advisory_xact_lock(${LOCK})`);
-      }),
-    );
+    const run = await besideTransactions(gate, 3);
     expect(await waitersReach(1)).toBe(1);
     expect(gate.load('ada')).toEqual({ running: 2, waiting: 2 });
     // Before the kept turn, the statement beside waited behind them until the deadline.
-    letGo();
-    await ranBeside;
-    await Promise.all([first, ...followers]);
+    run.letGo();
+    await run.done;
     expect(gate.load('ada')).toEqual({ running: 0, waiting: 0 });
   });
 
   test('the caller holds at most its share: the kept turn serves only statements beside a transaction', async () => {
-    const release = await holdLock();
-    const signal = new AbortController().signal;
-    const work = Array.from({ length: 4 }, () => waitForLock(gate.forRequest('ada', signal)));
     // The kept turn stays free: two of ada's statements wait for the lock, two for a turn.
-    expect(await waitersReach(2)).toBe(2);
-    expect(gate.load('ada')).toEqual({ running: 2, waiting: 2 });
-    await release();
-    await Promise.all(work);
-    expect(gate.load('ada')).toEqual({ running: 0, waiting: 0 });
+    await heldTo(gate, 4, 2);
   });
 
   test("a request's view reads its signal at its first statement, once: one that runs none reads none", async () => {
@@ -238,15 +254,7 @@ describe('a caller alone', () => {
   const aloneGate = () => createQueryGate(pool, { share: 3, alone: { max: 4, quietMs: 60_000 } });
 
   test('holds up to its alone share while nobody else has made a request', async () => {
-    const gate = aloneGate();
-    const release = await holdLock();
-    const signal = new AbortController().signal;
-    const work = Array.from({ length: 5 }, () => waitForLock(gate.forRequest('ada', signal)));
-    expect(await waitersReach(4)).toBe(4);
-    expect(gate.load('ada')).toEqual({ running: 4, waiting: 1 });
-    await release();
-    await Promise.all(work);
-    expect(gate.load('ada')).toEqual({ running: 0, waiting: 0 });
+    await heldTo(aloneGate(), 5, 4);
   });
 
   test('is held to its share again once another caller makes a request', async () => {
@@ -255,42 +263,19 @@ describe('a caller alone', () => {
     await gate.forRequest('ada', signal).db.execute(sql`select 1`);
     const rows = await gate.forRequest('grace', signal).db.execute(sql`select 1 as one`);
     expect([...rows]).toEqual([{ one: 1 }]);
-    const release = await holdLock();
-    const work = Array.from({ length: 5 }, () => waitForLock(gate.forRequest('ada', signal)));
-    expect(await waitersReach(2)).toBe(2);
-    expect(gate.load('ada')).toEqual({ running: 2, waiting: 3 });
-    await release();
-    await Promise.all(work);
-    expect(gate.load('ada')).toEqual({ running: 0, waiting: 0 });
+    await heldTo(gate, 5, 2);
   });
 
   test('a statement beside its open transaction still runs when its share is taken back', async () => {
     const gate = aloneGate();
-    const signal = new AbortController().signal;
-    const database = () => gate.forRequest('ada', signal);
-    let letGo!: () => void;
-    const held = new Promise<void>((resolve) => (letGo = resolve));
-    let tookLock!: () => void;
-    const locked = new Promise<void>((resolve) => (tookLock = resolve));
-    const first = database().db.transaction(async (tx) => {
-      await tx.execute(sql`select pg_advisory_xact_lock(${LOCK})`);
-      tookLock();
-      await held;
-      await database().db.execute(sql`select 1`);
-    });
-    await locked;
     // Alone, ada holds four transactions: the first and three waiting for its lock.
-    const followers = Array.from({ length: 3 }, () =>
-      database().db.transaction(async (tx) => {
-        await tx.execute(sql`select pg_advisory_xact_lock(${LOCK})`);
-      }),
-    );
+    const run = await besideTransactions(gate, 3);
     expect(await waitersReach(3)).toBe(3);
     expect(gate.load('ada')).toEqual({ running: 4, waiting: 0 });
     // Grace's request takes ada's alone share back: ada's share is two, she holds four.
-    await gate.forRequest('grace', signal).db.execute(sql`select 1`);
-    letGo();
-    await Promise.all([first, ...followers]);
+    await gate.forRequest('grace', new AbortController().signal).db.execute(sql`select 1`);
+    run.letGo();
+    await run.done;
     expect(gate.load('ada')).toEqual({ running: 0, waiting: 0 });
   });
 });

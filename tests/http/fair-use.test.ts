@@ -122,35 +122,33 @@ describe('a busy caller and everyone else', () => {
     return performance.now() - started;
   }
 
-  test("a caller alone holds all but two connections, and another workspace's me still answers", async () => {
+  /**
+   * While the first caller's 20 searches wait for a lock, `waiting` of its statements wait
+   * in PostgreSQL (the rest in its own queue, not the pool's) and another workspace's
+   * `me` answers within a second; then all of them answer.
+   */
+  async function busyWhileOtherAsks(waiting: number): Promise<void> {
     const release = await lockContacts(svc);
     const statuses = searches();
     try {
-      // Nobody else has asked anything lately: eight of the ten connections wait for the
-      // lock, the caller's other statements in its own queue, not in the pool's.
-      expect(await waitingReach(svc, 8)).toBe(8);
+      expect(await waitingReach(svc, waiting)).toBe(waiting);
       expect(await othersMe()).toBeLessThan(1_000);
     } finally {
       await release();
     }
     expect(await statuses).toEqual(Array(20).fill(200));
+  }
+
+  test("a caller alone holds all but two connections, and another workspace's me still answers", async () => {
+    // Nobody else has asked anything lately: eight of the ten connections.
+    await busyWhileOtherAsks(8);
   });
 
   test("a caller saturating its slots with searches leaves the pool to another workspace's me", async () => {
-    // Another caller asked just now: the first is held to its share.
+    // Another caller asked just now: the first is held to its share, four connections of
+    // five (the fifth is kept for statements beside its transactions).
     expect(await othersMe()).toBeLessThan(1_000);
-    const release = await lockContacts(svc);
-    const statuses = searches();
-    try {
-      // Four connections of its share of five wait for the lock (the fifth is kept for
-      // statements beside its transactions); the caller's other statements wait their
-      // turn in its own queue, not in the pool's.
-      expect(await waitingReach(svc, 4)).toBe(4);
-      expect(await othersMe()).toBeLessThan(1_000);
-    } finally {
-      await release();
-    }
-    expect(await statuses).toEqual(Array(20).fill(200));
+    await busyWhileOtherAsks(4);
   });
 });
 
