@@ -23,6 +23,7 @@
 // one as a column of the same run (before and after together). BENCH_POSTGRAPHILE_ROOT (a
 // directory where postgraphile@5 is installed) adds PostGraphile as a column
 // (postgraphile-peer.mjs, its own process) for the scenarios it has a document for.
+// BENCH_WARM_SECONDS (5) of each scenario's load warm every server before the rounds.
 // BENCH_NODE_OPTIONS is `svc serve`'s NODE_OPTIONS (`--cpu-prof`, `--inspect`; support.ts) and
 // BENCH_BASELINE_NODE_ARGS the floor's and the peer's Node flags (`--cpu-prof --cpu-prof-dir=…`).
 import { spawn } from 'node:child_process';
@@ -498,6 +499,23 @@ try {
   const beforePeerRatios: Record<string, number[]> = {};
   /** p99 of the service, the earlier service and PostGraphile, each round. */
   const p99s: Record<string, string[]> = {};
+  // Before the rounds, every server takes each scenario's load for BENCH_WARM_SECONDS (5),
+  // not counted: a first round would otherwise measure V8 compiling the hot paths, which
+  // costs a server with more code (the service, PostGraphile) more than the floor.
+  const warmSeconds = Number(process.env.BENCH_WARM_SECONDS ?? 5);
+  for (const s of warmSeconds > 0 ? scenarios : []) {
+    const body = JSON.stringify({ query: queries[s.field], variables: s.variables });
+    const peerRequest = peerBody(s);
+    const targets = [
+      { url: `${baseline.url}/${s.field}`, body },
+      { url: graph, body },
+      ...(before ? [{ url: `${before.url}/api/graphql`, body }] : []),
+      ...(peer && peerRequest ? [{ url: `${peer.url}/graphql`, body: peerRequest }] : []),
+    ];
+    for (const target of targets) {
+      await load('warm-up', { ...target, headers, connections, seconds: warmSeconds });
+    }
+  }
   for (let round = 1; round <= ROUNDS; round += 1) {
     console.log(`round ${round} of ${ROUNDS}`);
     for (const s of scenarios) {
