@@ -44,8 +44,8 @@ export interface QueryGateOptions {
    */
   share: number;
   /**
-   * A caller alone on the gate may go past its share, up to `max` statements and
-   * transactions at once: while no other caller has made a request through the gate in
+   * A caller alone on the gate may go past its share, up to `max` statements at once
+   * (its transactions stay within the share): while no other caller has made a request through the gate in
    * the last `quietMs` and none has a statement running or waiting. Idle connections
    * then serve the one caller there is (an automation, an import, a bench) rather than
    * sitting unused; the moment another caller appears, the first is held to its share
@@ -74,6 +74,8 @@ export interface QueryGate {
 }
 
 interface Waiter {
+  /** A transaction's turn: never one borrowed while alone (see `takeTurn`). */
+  transaction: boolean;
   grant(): void;
 }
 
@@ -177,18 +179,20 @@ export function createQueryGate(database: Database, options: QueryGateOptions): 
   const transactions = new AsyncLocalStorage<OpenTransaction>();
   const alone = options.alone && options.alone.max > ordinary ? options.alone : null;
   // The two callers seen last, and when: whether anyone but `caller` was seen lately is
-  // then one comparison, however many callers there are.
+  // then one comparison, however many callers there are. Two records swapped in place:
+  // every request passes here.
   let latest = { caller: '', at: -Infinity };
   let previous = { caller: '', at: -Infinity };
 
   function seen(caller: string): void {
     if (!alone) return;
-    const at = performance.now();
-    if (latest.caller === caller) latest.at = at;
-    else {
+    if (latest.caller !== caller) {
+      const older = previous;
       previous = latest;
-      latest = { caller, at };
+      latest = older;
+      latest.caller = caller;
     }
+    latest.at = performance.now();
   }
 
   /** How many statements and transactions `caller` may hold now (its share, or more alone). */
@@ -215,7 +219,11 @@ export function createQueryGate(database: Database, options: QueryGateOptions): 
       beside.grant();
     }
     const limit = limitOf(caller);
-    for (let next = turns.waiting[0]; next && turns.running < limit; next = turns.waiting[0]) {
+    for (
+      let next = turns.waiting[0];
+      next && turns.running < (next.transaction ? ordinary : limit);
+      next = turns.waiting[0]
+    ) {
       turns.waiting.shift();
       turns.running += 1;
       next.grant();
@@ -236,13 +244,20 @@ export function createQueryGate(database: Database, options: QueryGateOptions): 
    * Waits for one of `caller`'s turns; answers the function that gives it back. A
    * statement `beside` an open transaction of the caller may take the turn kept for it.
    */
-  function takeTurn(caller: string, signal: AbortSignal, beside: boolean): Promise<() => void> {
+  function takeTurn(
+    caller: string,
+    signal: AbortSignal,
+    beside: boolean,
+    transaction: boolean,
+  ): Promise<() => void> {
     if (signal.aborted) return Promise.reject(new OperationCancelled());
     const turns = turnsOf(caller);
     const done = once(() => release(caller, turns));
     const free = beside
       ? turns.running < besideLimitOf(caller, turns)
-      : turns.waiting.length === 0 && turns.running < limitOf(caller);
+      : // A transaction never borrows: it may hold its connection waiting for a statement
+        // beside it, and borrowed turns held so would leave the pool none to give.
+        turns.waiting.length === 0 && turns.running < (transaction ? ordinary : limitOf(caller));
     if (free) {
       turns.running += 1;
       return Promise.resolve(done);
@@ -250,6 +265,7 @@ export function createQueryGate(database: Database, options: QueryGateOptions): 
     const queue = beside ? turns.beside : turns.waiting;
     return new Promise((resolve, reject) => {
       const waiter: Waiter = {
+        transaction,
         grant: () => {
           signal.removeEventListener('abort', onAbort);
           resolve(done);
@@ -305,12 +321,13 @@ export function createQueryGate(database: Database, options: QueryGateOptions): 
       };
     }
 
-    async function inTurn<T>(work: () => Promise<T>): Promise<T> {
+    async function inTurn<T>(work: () => Promise<T>, transaction = false): Promise<T> {
       const within = transactions.getStore();
       const done = await takeTurn(
         caller,
         signal,
         within?.open === true && within.caller === caller,
+        transaction,
       );
       try {
         return await work();
@@ -344,7 +361,7 @@ export function createQueryGate(database: Database, options: QueryGateOptions): 
         inTurn(async () => {
           if (signal.aborted) throw new OperationCancelled();
           return database.sql.begin((tx) => asOpen(() => work(held(tx)))) as never;
-        }),
+        }, true),
     };
     return drizzleOver(client as unknown as Sql);
   }

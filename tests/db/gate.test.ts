@@ -266,16 +266,37 @@ describe('a caller alone', () => {
     await heldTo(gate, 5, 2);
   });
 
+  test('is alone again once the other caller has been quiet for the quiet time', async () => {
+    // A quiet time of none: Grace's request, over before Ada's statements start, is past.
+    const gate = createQueryGate(pool, { share: 3, alone: { max: 4, quietMs: 0 } });
+    await gate.forRequest('grace', new AbortController().signal).db.execute(sql`select 1`);
+    await heldTo(gate, 5, 4);
+  });
+
+  test('borrows for statements, never for transactions', async () => {
+    const gate = aloneGate();
+    // Alone, ada's transactions still take at most her share: the first holds the lock,
+    // the second waits for it, the third for a turn.
+    const run = await besideTransactions(gate, 2);
+    expect(await waitersReach(1)).toBe(1);
+    expect(gate.load('ada')).toEqual({ running: 2, waiting: 1 });
+    run.letGo();
+    await run.done;
+    expect(gate.load('ada')).toEqual({ running: 0, waiting: 0 });
+  });
+
   test('a statement beside its open transaction still runs when its share is taken back', async () => {
     const gate = aloneGate();
-    // Alone, ada holds four transactions: the first and three waiting for its lock.
-    const run = await besideTransactions(gate, 3);
+    const signal = new AbortController().signal;
+    // Alone, ada holds her transaction and three statements waiting for its lock.
+    const run = await besideTransactions(gate, 0);
+    const statements = Array.from({ length: 3 }, () => waitForLock(gate.forRequest('ada', signal)));
     expect(await waitersReach(3)).toBe(3);
     expect(gate.load('ada')).toEqual({ running: 4, waiting: 0 });
     // Grace's request takes ada's alone share back: ada's share is two, she holds four.
-    await gate.forRequest('grace', new AbortController().signal).db.execute(sql`select 1`);
+    await gate.forRequest('grace', signal).db.execute(sql`select 1`);
     run.letGo();
-    await run.done;
+    await Promise.all([run.done, ...statements]);
     expect(gate.load('ada')).toEqual({ running: 0, waiting: 0 });
   });
 });
