@@ -298,9 +298,7 @@ export function createQueryGate(database: Database, options: QueryGateOptions): 
       if (signal.aborted) return Promise.reject(new OperationCancelled());
       if (!watching) {
         watching = true;
-        signal.addEventListener('abort', () => running.forEach((q) => void q.cancel()), {
-          once: true,
-        });
+        signal.addEventListener('abort', () => running.forEach(cancelQuietly), { once: true });
       }
       if (asValues) query.values();
       running.add(query);
@@ -387,6 +385,15 @@ export function createQueryGate(database: Database, options: QueryGateOptions): 
       return totals;
     },
   };
+}
+
+/**
+ * Asks PostgreSQL to stop `query`. Best effort: a server that cannot be reached (the very
+ * outage that made the request give up, often) fails the statement on its own, and left
+ * unheard, the cancel request's refusal would end the process.
+ */
+function cancelQuietly(query: PendingQuery<Row[]>): void {
+  query.cancel().catch(() => {});
 }
 
 function once(fn: () => void): () => void {

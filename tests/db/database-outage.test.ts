@@ -12,6 +12,7 @@ let cluster: PrivateCluster;
 let served: ServedProcess;
 let headers: Record<string, string>;
 let exited: number | null = null;
+let output = '';
 
 beforeAll(async () => {
   cluster = await startPrivateCluster();
@@ -27,6 +28,10 @@ beforeAll(async () => {
   }
   served = await serve({ SVC_DATABASE_URL: cluster.url });
   served.child.once('exit', (code) => (exited = code));
+  // Kept so that, should the process end, the failure shows why.
+  const keep = (chunk: Buffer) => (output = (output + chunk.toString()).slice(-4000));
+  served.child.stdout.on('data', keep);
+  served.child.stderr.on('data', keep);
 }, 120_000);
 
 afterAll(() => cluster?.destroy());
@@ -110,7 +115,10 @@ describe('svc serve while PostgreSQL is down', () => {
       stopped = true;
       await load;
       // Unpatched postgres.js (patches/README.md) ended the process here.
-      expect(exited).toBeNull();
+      expect({ exited, output: exited === null ? '' : output }).toEqual({
+        exited: null,
+        output: '',
+      });
 
       await cluster.start();
       const restarted = performance.now();

@@ -9,6 +9,7 @@ import { startPrivateCluster, type PrivateCluster } from '../support/pg-cluster.
 // leaves the process, and the pool, alive. Unpatched, the process exits with
 // "Cannot read properties of null (reading 'write')" from an immediate.
 const scenario = path.join(repoRoot, 'tests/fixtures/postgres-kill/scenario.mjs');
+const proxied = path.join(repoRoot, 'tests/fixtures/postgres-proxy/scenario.mjs');
 
 let cluster: PrivateCluster;
 
@@ -18,8 +19,8 @@ beforeAll(async () => {
 
 afterAll(() => cluster?.destroy());
 
-function runScenario(build: 'esm' | 'cjs') {
-  const child = spawn(process.execPath, [scenario, cluster.url, build], { cwd: repoRoot });
+function runScenario(build: 'esm' | 'cjs', script = scenario) {
+  const child = spawn(process.execPath, [script, cluster.url, build], { cwd: repoRoot });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
@@ -44,6 +45,32 @@ describe('postgres.js with a backend killed under it', () => {
         transaction: 'CONNECTION_CLOSED',
         pooled: 'CONNECTION_CLOSED',
         poolAfterPooled: 'resolved',
+      });
+    },
+    60_000,
+  );
+});
+
+// The same patch: a connection cut while it fetches its array types fails the statement
+// that opened it, and a cancel request that cannot reach the server says so to its caller.
+// Unpatched (with the failover part), each left a rejection nobody heard: a `svc serve`
+// ended with exit code 1 when PostgreSQL stopped under load, or when a request gave up on
+// a statement while the server refused new connections.
+describe('postgres.js behind a proxy that cuts and refuses connections', () => {
+  test.each(['esm', 'cjs'] as const)(
+    '%s build: every failure reaches a caller, none is left unheard',
+    async (build) => {
+      const { code, stdout, stderr } = await runScenario(build, proxied);
+      expect({ code, stderr }).toEqual({ code: 0, stderr: '' });
+      expect(JSON.parse(stdout)).toEqual({
+        build,
+        cutWhileFetchingTypes: 'CONNECTION_CLOSED',
+        poolAfterCut: 'resolved',
+        cancelRefused: 'ECONNRESET',
+        refusedConnections: 1,
+        runningAfterRefusal: 1,
+        statement: '57014',
+        unhandled: [],
       });
     },
     60_000,

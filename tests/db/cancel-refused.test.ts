@@ -1,0 +1,106 @@
+import net from 'node:net';
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import postgres from 'postgres';
+import { runSvc, serveProcesses, type ServedProcess } from '../support/cli.js';
+import { databasesForFile } from '../support/database.js';
+import { bearerFor, createUser, createWorkspace } from '../support/factories.js';
+import { waitFor } from '../support/pg-cluster.js';
+
+// A request given up while PostgreSQL refuses new connections: the gate asks PostgreSQL to
+// cancel its statement on a connection of its own, which is refused. That refusal once
+// went unheard and ended `svc serve` (exit code 1, seen when PostgreSQL stopped under load).
+const databases = databasesForFile();
+const serve = serveProcesses();
+let proxy: net.Server;
+let refusing = false;
+let refused = 0;
+let served: ServedProcess;
+let databaseUrl: string;
+let headers: Record<string, string>;
+let exited: number | null = null;
+
+beforeAll(async () => {
+  const database = await databases();
+  databaseUrl = database.url;
+  const workspace = await createWorkspace(database.database.db);
+  const user = await createUser(database.database.db, workspace);
+  headers = {
+    ...(await bearerFor(database.database.db, user)),
+    'content-type': 'application/json',
+  };
+
+  const target = new URL(database.url);
+  proxy = net.createServer((client) => {
+    client.on('error', () => {});
+    if (refusing) {
+      refused += 1;
+      client.resetAndDestroy();
+      return;
+    }
+    const server = net.connect(Number(target.port), target.hostname);
+    server.on('error', () => {});
+    client.on('close', () => server.destroy());
+    server.on('close', () => client.destroy());
+    client.pipe(server).pipe(client);
+  });
+  await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+  const proxied = new URL(database.url);
+  proxied.port = String((proxy.address() as net.AddressInfo).port);
+  expect((await runSvc(['migrate'], { SVC_DATABASE_URL: proxied.href })).code).toBe(0);
+  served = await serve({ SVC_DATABASE_URL: proxied.href });
+  served.child.once('exit', (code) => (exited = code));
+}, 60_000);
+
+afterAll(() => new Promise<void>((resolve) => proxy?.close(() => resolve())));
+
+const contactsQuery = JSON.stringify({ query: '{ contacts(first: 1) { edges { node { id } } } }' });
+
+describe('a request given up while PostgreSQL refuses new connections', () => {
+  test('the refused cancel request leaves the process serving', async () => {
+    const before = await fetch(`${served.url}/api/graphql`, {
+      method: 'POST',
+      headers,
+      body: contactsQuery,
+    });
+    expect(await before.json()).toEqual({ data: { contacts: { edges: [] } } });
+
+    // The request's statement waits on a lock until the test lets it go.
+    const locker = postgres(databaseUrl, { max: 2, onnotice: () => {} });
+    const held = await locker.reserve();
+    try {
+      await held`begin`;
+      await held`lock table contacts in access exclusive mode`;
+      const givenUp = new AbortController();
+      const request = fetch(`${served.url}/api/graphql`, {
+        method: 'POST',
+        headers,
+        body: contactsQuery,
+        signal: givenUp.signal,
+      }).catch((error: unknown) => error);
+      await waitFor('the statement waiting on the lock', async () => {
+        const rows = await locker`
+          select 1 from pg_stat_activity
+          where application_name = 'svc' and wait_event_type = 'Lock'`;
+        return rows.length > 0;
+      });
+
+      refusing = true;
+      givenUp.abort();
+      await request;
+      await waitFor('the cancel request, refused', async () => refused > 0);
+      refusing = false;
+    } finally {
+      await held`rollback`;
+      held.release();
+      await locker.end({ timeout: 5 });
+    }
+
+    const after = await fetch(`${served.url}/api/graphql`, {
+      method: 'POST',
+      headers,
+      body: contactsQuery,
+    });
+    expect(await after.json()).toEqual({ data: { contacts: { edges: [] } } });
+    expect(exited).toBeNull();
+  }, 30_000);
+});
