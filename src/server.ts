@@ -90,11 +90,14 @@ const STATEMENT_TIMEOUT_MARGIN_MS = 5_000;
  * One caller's statements hold at most half a pool (docs/scaling.md), unless it is alone:
  * with nobody else's request through the gate for a second, it may hold all but two, so
  * one busy caller on a quiet service is not held to half of it, and a newcomer finds two
- * connections free while the first caller's statements drain back to its share.
+ * connections free while the first caller's statements drain back to its share. All
+ * callers' transactions together hold all but two as well: each may wait for a statement
+ * beside it, which then always finds a connection.
  */
 const GATE_OPTIONS: QueryGateOptions = {
   share: Math.floor(SERVE_POOL_SIZE / 2),
   alone: { max: SERVE_POOL_SIZE - 2, quietMs: 1_000 },
+  transactions: SERVE_POOL_SIZE - 2,
 };
 
 /** Migrations on a pool of their own: they may run longer than any request's statement. */

@@ -52,6 +52,15 @@ export interface QueryGateOptions {
    * again (what it already runs finishes). Off unless given.
    */
   alone?: { max: number; quietMs: number };
+  /**
+   * Transactions open at once over every caller; more wait their turn, first come first
+   * served. A transaction may hold its connection while it waits for a statement beside
+   * it, so were every connection held so, none would be left to run those: with this
+   * below the pool's size, the rest of it always serves statements. One opened beside a
+   * transaction (nested through the request's database) takes none: its caller's kept
+   * turn bounds those. Off unless given.
+   */
+  transactions?: number;
 }
 
 export interface QueryGate {
@@ -70,7 +79,14 @@ export interface QueryGate {
   /** Statements `caller` has running or waiting (for tests and diagnostics). */
   load(caller: string): { running: number; waiting: number };
   /** The same over every caller, and the callers waiting (the metrics' gauges). */
-  totals(): { running: number; waiting: number; callersWaiting: number; longestQueue: number };
+  totals(): {
+    running: number;
+    waiting: number;
+    callersWaiting: number;
+    longestQueue: number;
+    /** Transactions waiting for one of the `transactions` open over every caller to end. */
+    transactionsWaiting: number;
+  };
 }
 
 interface Waiter {
@@ -181,6 +197,9 @@ export function createQueryGate(database: Database, options: QueryGateOptions): 
   // The two callers seen last, and when: whether anyone but `caller` was seen lately is
   // then one comparison, however many callers there are. Two records swapped in place:
   // every request passes here.
+  const transactionMax = options.transactions ?? Infinity;
+  let transactionsOpen = 0;
+  const transactionQueue: Waiter[] = [];
   let latest = { caller: '', at: -Infinity };
   let previous = { caller: '', at: -Infinity };
 
@@ -263,24 +282,28 @@ export function createQueryGate(database: Database, options: QueryGateOptions): 
       return Promise.resolve(done);
     }
     const queue = beside ? turns.beside : turns.waiting;
-    return new Promise((resolve, reject) => {
-      const waiter: Waiter = {
-        transaction,
-        grant: () => {
-          signal.removeEventListener('abort', onAbort);
-          resolve(done);
-        },
-      };
-      function onAbort() {
-        queue.splice(queue.indexOf(waiter), 1);
-        reject(new OperationCancelled());
-        if (turns.running === 0 && !turns.waiting.length && !turns.beside.length) {
-          byCaller.delete(caller);
-        }
+    return waitIn(queue, transaction, signal, () => {
+      if (turns.running === 0 && !turns.waiting.length && !turns.beside.length) {
+        byCaller.delete(caller);
       }
-      signal.addEventListener('abort', onAbort, { once: true });
-      queue.push(waiter);
+    }).then(() => done);
+  }
+
+  /** Waits until fewer than `transactions` are open; answers the function that ends it. */
+  function openTransaction(signal: AbortSignal): Promise<() => void> {
+    const done = once(() => {
+      transactionsOpen -= 1;
+      const next = transactionQueue.shift();
+      if (next) {
+        transactionsOpen += 1;
+        next.grant();
+      }
     });
+    if (transactionsOpen < transactionMax) {
+      transactionsOpen += 1;
+      return Promise.resolve(done);
+    }
+    return waitIn(transactionQueue, true, signal).then(() => done);
   }
 
   function forRequest(caller: string, signal: AbortSignal | (() => AbortSignal)): Database {
@@ -319,16 +342,15 @@ export function createQueryGate(database: Database, options: QueryGateOptions): 
       };
     }
 
-    async function inTurn<T>(work: () => Promise<T>, transaction = false): Promise<T> {
+    async function inTurn<T>(
+      work: (beside: boolean) => Promise<T>,
+      transaction = false,
+    ): Promise<T> {
       const within = transactions.getStore();
-      const done = await takeTurn(
-        caller,
-        signal,
-        within?.open === true && within.caller === caller,
-        transaction,
-      );
+      const beside = within?.open === true && within.caller === caller;
+      const done = await takeTurn(caller, signal, beside, transaction);
       try {
-        return await work();
+        return await work(beside);
       } finally {
         done();
       }
@@ -356,9 +378,14 @@ export function createQueryGate(database: Database, options: QueryGateOptions): 
           ),
         ),
       begin: (work) =>
-        inTurn(async () => {
-          if (signal.aborted) throw new OperationCancelled();
-          return database.sql.begin((tx) => asOpen(() => work(held(tx)))) as never;
+        inTurn(async (beside) => {
+          const end = beside ? null : await openTransaction(signal);
+          try {
+            if (signal.aborted) throw new OperationCancelled();
+            return (await database.sql.begin((tx) => asOpen(() => work(held(tx))))) as never;
+          } finally {
+            end?.();
+          }
         }, true),
     };
     return drizzleOver(client as unknown as Sql);
@@ -374,7 +401,13 @@ export function createQueryGate(database: Database, options: QueryGateOptions): 
       };
     },
     totals() {
-      const totals = { running: 0, waiting: 0, callersWaiting: 0, longestQueue: 0 };
+      const totals = {
+        running: 0,
+        waiting: 0,
+        callersWaiting: 0,
+        longestQueue: 0,
+        transactionsWaiting: transactionQueue.length,
+      };
       for (const turns of byCaller.values()) {
         const waiting = turns.waiting.length + turns.beside.length;
         totals.running += turns.running;
@@ -385,6 +418,39 @@ export function createQueryGate(database: Database, options: QueryGateOptions): 
       return totals;
     },
   };
+}
+
+/**
+ * Waits in `queue` until its waiter is granted; leaves the queue, cancelled, when `signal`
+ * aborts first, and then runs `left`. A signal aborted already never queues (its abort
+ * event is past: the waiter would wait for good).
+ */
+function waitIn(
+  queue: Waiter[],
+  transaction: boolean,
+  signal: AbortSignal,
+  left?: () => void,
+): Promise<void> {
+  if (signal.aborted) {
+    left?.();
+    return Promise.reject(new OperationCancelled());
+  }
+  return new Promise((resolve, reject) => {
+    const waiter: Waiter = {
+      transaction,
+      grant: () => {
+        signal.removeEventListener('abort', onAbort);
+        resolve();
+      },
+    };
+    function onAbort() {
+      queue.splice(queue.indexOf(waiter), 1);
+      reject(new OperationCancelled());
+      left?.();
+    }
+    signal.addEventListener('abort', onAbort, { once: true });
+    queue.push(waiter);
+  });
 }
 
 /**

@@ -147,6 +147,7 @@ export interface GateFigures {
   waiting: number;
   callersWaiting: number;
   longestQueue: number;
+  transactionsWaiting: number;
 }
 
 /** Live state read at scrape time; the service adds its own and removes them at shutdown. */
@@ -202,6 +203,11 @@ gauge(
   'svc_db_gate_callers_waiting',
   'Callers with at least one statement waiting',
   (s) => s.gate().callersWaiting,
+);
+gauge(
+  'svc_db_gate_transactions_waiting',
+  'Request transactions waiting for one of those open over every caller to end',
+  (s) => s.gate().transactionsWaiting,
 );
 liveGauge('svc_db_gate_longest_queue', "The longest one caller's queue", () =>
   Math.max(0, ...[...sources].map((source) => source.gate().longestQueue)),

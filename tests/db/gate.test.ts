@@ -9,6 +9,7 @@ import {
   type QueryGate,
 } from '../../src/db/gate.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { waitFor } from '../support/pg-cluster.js';
 
 const LOCK = 0x67617465;
 let db: TestDatabase;
@@ -116,11 +117,23 @@ describe('createQueryGate', () => {
     expect(await waitersReach(2)).toBe(2);
     expect(gate.load('ada')).toEqual({ running: 2, waiting: 3 });
     // What the metrics' gauges read (svc_db_gate_*).
-    expect(gate.totals()).toEqual({ running: 2, waiting: 3, callersWaiting: 1, longestQueue: 3 });
+    expect(gate.totals()).toEqual({
+      running: 2,
+      waiting: 3,
+      callersWaiting: 1,
+      longestQueue: 3,
+      transactionsWaiting: 0,
+    });
     await release();
     await Promise.all(work);
     expect(gate.load('ada')).toEqual({ running: 0, waiting: 0 });
-    expect(gate.totals()).toEqual({ running: 0, waiting: 0, callersWaiting: 0, longestQueue: 0 });
+    expect(gate.totals()).toEqual({
+      running: 0,
+      waiting: 0,
+      callersWaiting: 0,
+      longestQueue: 0,
+      transactionsWaiting: 0,
+    });
   });
 
   test("another caller's statement runs while the first caller's share is busy", async () => {
@@ -299,6 +312,72 @@ describe('a caller alone', () => {
     await Promise.all([run.done, ...statements]);
     expect(gate.load('ada')).toEqual({ running: 0, waiting: 0 });
   });
+});
+
+describe('transactions over every caller', () => {
+  test('at most `transactions` are open at once, so statements beside them always find a connection', async () => {
+    // The pool's 6 connections: 4 for transactions, 2 always free for statements.
+    const gate = createQueryGate(pool, { share: 3, transactions: 4 });
+    const release = await holdLock();
+    const signal = AbortSignal.timeout(10_000);
+    // Three callers, two transactions each (their share less the kept turn): each waits
+    // for the lock, then runs a statement beside itself, as an import's commit does.
+    const work = ['ada', 'grace', 'lin'].flatMap((caller) =>
+      [1, 2].map(() => {
+        const database = () => gate.forRequest(caller, signal);
+        return database().db.transaction(async (tx) => {
+          await tx.execute(sql`select pg_advisory_xact_lock_shared(${LOCK})`);
+          await database().db.execute(sql`select 1`);
+        });
+      }),
+    );
+    // Six transactions would have held the whole pool, each waiting for a connection for
+    // its statement beside: all of them until the deadline.
+    expect(await waitersReach(4)).toBe(4);
+    await release();
+    await Promise.all(work);
+    expect(['ada', 'grace', 'lin'].map((caller) => gate.load(caller))).toEqual([
+      { running: 0, waiting: 0 },
+      { running: 0, waiting: 0 },
+      { running: 0, waiting: 0 },
+    ]);
+  });
+
+  test.each([
+    ['while it waits', true],
+    ['before it has queued', false],
+  ])(
+    'a transaction waiting for one to end leaves the queue when its request is cancelled %s',
+    async (_when, queuedFirst) => {
+      const gate = createQueryGate(pool, { share: 3, transactions: 1 });
+      const release = await holdLock();
+      const first = gate
+        .forRequest('ada', new AbortController().signal)
+        .db.transaction(async (tx) => {
+          await tx.execute(sql`select pg_advisory_xact_lock(${LOCK})`);
+        });
+      expect(await waitersReach(1)).toBe(1);
+      const controller = new AbortController();
+      const second = gate
+        .forRequest('grace', controller.signal)
+        .db.transaction(async (tx) => {
+          await tx.execute(sql`select 1`);
+        })
+        .catch((error: unknown) => error);
+      if (queuedFirst)
+        await waitFor('a transaction waiting', () => gate.totals().transactionsWaiting === 1);
+      controller.abort();
+      expect(await second).toBeInstanceOf(OperationCancelled);
+      expect(gate.load('grace')).toEqual({ running: 0, waiting: 0 });
+      expect(gate.totals().transactionsWaiting).toBe(0);
+      await release();
+      await first;
+      // The one open slot is free again.
+      await gate.forRequest('lin', new AbortController().signal).db.transaction(async (tx) => {
+        await tx.execute(sql`select 1`);
+      });
+    },
+  );
 });
 
 describe('statementTimeoutMs', () => {

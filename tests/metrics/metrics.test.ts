@@ -34,6 +34,7 @@ describe('the metrics listener', () => {
       'svc_db_gate_waiting',
       'svc_db_gate_callers_waiting',
       'svc_db_gate_longest_queue',
+      'svc_db_gate_transactions_waiting',
       'svc_event_bus_subscribers',
     ]) {
       expect(families.get(name)?.type).toBe('GAUGE');
