@@ -1,19 +1,17 @@
-import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import postgres from 'postgres';
 import { runSvc, serveProcesses, type ServedProcess } from '../support/cli.js';
 import { databasesForFile } from '../support/database.js';
 import { bearerFor, createUser, createWorkspace } from '../support/factories.js';
 import { waitFor } from '../support/pg-cluster.js';
+import { startProxy, type Proxy } from '../fixtures/postgres-scenario.mjs';
 
 // A request given up while PostgreSQL refuses new connections: the gate asks PostgreSQL to
 // cancel its statement on a connection of its own, which is refused. That refusal once
 // went unheard and ended `svc serve` (exit code 1, seen when PostgreSQL stopped under load).
 const databases = databasesForFile();
 const serve = serveProcesses();
-let proxy: net.Server;
-let refusing = false;
-let refused = 0;
+let proxy: Proxy;
 let served: ServedProcess;
 let databaseUrl: string;
 let headers: Record<string, string>;
@@ -29,29 +27,13 @@ beforeAll(async () => {
     'content-type': 'application/json',
   };
 
-  const target = new URL(database.url);
-  proxy = net.createServer((client) => {
-    client.on('error', () => {});
-    if (refusing) {
-      refused += 1;
-      client.resetAndDestroy();
-      return;
-    }
-    const server = net.connect(Number(target.port), target.hostname);
-    server.on('error', () => {});
-    client.on('close', () => server.destroy());
-    server.on('close', () => client.destroy());
-    client.pipe(server).pipe(client);
-  });
-  await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
-  const proxied = new URL(database.url);
-  proxied.port = String((proxy.address() as net.AddressInfo).port);
-  expect((await runSvc(['migrate'], { SVC_DATABASE_URL: proxied.href })).code).toBe(0);
-  served = await serve({ SVC_DATABASE_URL: proxied.href });
+  proxy = await startProxy(database.url);
+  expect((await runSvc(['migrate'], { SVC_DATABASE_URL: proxy.url })).code).toBe(0);
+  served = await serve({ SVC_DATABASE_URL: proxy.url });
   served.child.once('exit', (code) => (exited = code));
 }, 60_000);
 
-afterAll(() => new Promise<void>((resolve) => proxy?.close(() => resolve())));
+afterAll(() => proxy?.close());
 
 const contactsQuery = JSON.stringify({ query: '{ contacts(first: 1) { edges { node { id } } } }' });
 
@@ -84,11 +66,11 @@ describe('a request given up while PostgreSQL refuses new connections', () => {
         return rows.length > 0;
       });
 
-      refusing = true;
+      proxy.refuse(true);
       givenUp.abort();
       await request;
-      await waitFor('the cancel request, refused', async () => refused > 0);
-      refusing = false;
+      await waitFor('the cancel request, refused', () => proxy.refused() > 0);
+      proxy.refuse(false);
     } finally {
       await held`rollback`;
       held.release();
