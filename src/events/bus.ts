@@ -153,9 +153,9 @@ function listenOn(
  * credential, so every open stream ends and its client reconnects, signing in anew.
  * postgres.js listens again channel by channel, a round trip apart: ending streams at the
  * first would let a client reconnect in between and have its new stream ended by the
- * second, so they end once, when the last channel listens (after an outage postgres.js
- * answers the LISTENs it queued meanwhile in a burst: only the round that finds streams
- * open logs at info).
+ * second, so they end once, when the last channel listens. (3.4.9 queued a LISTEN a
+ * channel for every failed attempt of an outage and answered them in a burst, a round
+ * each, which ended streams opened meanwhile; patched to listen again once.)
  */
 function afterReconnects(channels: readonly string[], log: Logger, registry: Registry) {
   const rounds = new Map(channels.map((channel) => [channel, 0]));

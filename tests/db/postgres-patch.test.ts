@@ -52,7 +52,8 @@ describe('postgres.js with a backend killed under it', () => {
 });
 
 // The same patch: a connection cut while it fetches its array types fails the statement
-// that opened it, and a cancel request that cannot reach the server says so to its caller.
+// that opened it, a cancel request that cannot reach the server says so to its caller, and
+// a LISTEN connection back from an outage listens again once a channel.
 // Unpatched (with the failover part), each left a rejection nobody heard: a `svc serve`
 // ended with exit code 1 when PostgreSQL stopped under load, or when a request gave up on
 // a statement while the server refused new connections.
@@ -70,6 +71,7 @@ describe('postgres.js behind a proxy that cuts and refuses connections', () => {
         refusedConnections: 1,
         runningAfterRefusal: 1,
         statement: '57014',
+        listensAfterOutage: { first: 2, second: 2 },
         unhandled: [],
       });
     },
