@@ -194,12 +194,13 @@ export function createQueryGate(database: Database, options: QueryGateOptions): 
   const byCaller = new Map<string, Turns>();
   const transactions = new AsyncLocalStorage<OpenTransaction>();
   const alone = options.alone && options.alone.max > ordinary ? options.alone : null;
-  // The two callers seen last, and when: whether anyone but `caller` was seen lately is
-  // then one comparison, however many callers there are. Two records swapped in place:
-  // every request passes here.
+  // Transactions open over every caller, and those waiting for one to end (`transactions`).
   const transactionMax = options.transactions ?? Infinity;
   let transactionsOpen = 0;
   const transactionQueue: Waiter[] = [];
+  // The two callers seen last, and when: whether anyone but `caller` was seen lately is
+  // then one comparison, however many callers there are. Two records swapped in place:
+  // every request passes here.
   let latest = { caller: '', at: -Infinity };
   let previous = { caller: '', at: -Infinity };
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import postgres from 'postgres';
-import { runSvc, serveProcesses, type ServedProcess } from '../support/cli.js';
+import { serveProcesses, type ServedProcess } from '../support/cli.js';
 import { databasesForFile } from '../support/database.js';
 import { bearerFor, createUser, createWorkspace } from '../support/factories.js';
 import { waitFor } from '../support/pg-cluster.js';
@@ -28,7 +28,6 @@ beforeAll(async () => {
   };
 
   proxy = await startProxy(database.url);
-  expect((await runSvc(['migrate'], { SVC_DATABASE_URL: proxy.url })).code).toBe(0);
   served = await serve({ SVC_DATABASE_URL: proxy.url });
   served.child.once('exit', (code) => (exited = code));
 }, 60_000);
