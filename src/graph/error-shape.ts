@@ -98,7 +98,9 @@ function withFieldPath(document: DocumentNode, error: GraphQLError): GraphQLErro
   return new GraphQLError(place ? `${place}; ${error.message}` : error.message, {
     nodes: error.nodes,
     path: field.path,
-    originalError: error.originalError,
+    // The refusal stays its cause: the document cache keeps this error and hands it to the
+    // next request's shaping, which reads the reason and meta from there again.
+    originalError: appErrorIn(error) ?? error.originalError,
     extensions: error.extensions,
   });
 }

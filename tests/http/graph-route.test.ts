@@ -201,6 +201,18 @@ describe('scalars', () => {
     });
   });
 
+  test('a malformed literal sent again answers as it did the first time (its validation is kept)', async () => {
+    const query = '{ contact(id: "not-a-uuid-again") { id } }';
+    const first = await svc.graph(query);
+    const again = await svc.graph(query);
+    expect(first.body.errors?.[0]?.extensions).toEqual({
+      code: 'VALIDATION',
+      reason: 'value_malformed',
+      meta: { type: 'UUID' },
+    });
+    expect(again.body).toEqual(first.body);
+  });
+
   test('a malformed field of an input object names its place inline as in a variable, under an alias', async () => {
     const inline = await svc.graph(
       'mutation { made: createTask(input: {title: "x", dueOn: "tomorrow"}) { task { id } } }',
