@@ -1,4 +1,9 @@
-import { createServer as createHttpServer, type Server, type ServerResponse } from 'node:http';
+import {
+  createServer as createHttpServer,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { buildCatalogue, type AccessCatalogue } from './auth/access.js';
 import { startHousekeeping } from './auth/housekeeping.js';
@@ -188,6 +193,13 @@ async function listen(deps: {
     shutdownSignal: cancel.signal,
     isShuttingDown: () => shuttingDown,
   });
+  const running = trackRequests();
+  // One request listener for both ways in: a second 'request' listener would make the
+  // server copy its listener list on every request.
+  const serve = (req: IncomingMessage, res: ServerResponse) => {
+    running.track(res);
+    void app.handle(req, res);
+  };
   const server = createHttpServer(
     {
       headersTimeout: config.http.readHeaderTimeoutMs,
@@ -195,13 +207,9 @@ async function listen(deps: {
       keepAliveTimeout: config.http.idleTimeoutMs,
       connectionsCheckingInterval: connectionsCheckingInterval(config.http),
     },
-    (req, res) => void app.handle(req, res),
+    serve,
   );
-  const running = trackRequests(server);
-  const fetch = inProcessFetch((req, res) => {
-    running.track(res);
-    void app.handle(req, res);
-  });
+  const fetch = inProcessFetch(serve);
 
   await startPlugins(plugins, { config, database, log });
   let metrics: MetricsServer | null = null;
@@ -357,10 +365,10 @@ function connectionsCheckingInterval(http: Config['http']): number {
 }
 
 /**
- * Counts requests in flight, the server's and those `track` is given (in-process), and
- * tells when none are left (or the wait ran out).
+ * Counts requests in flight, over the socket and in-process alike, and tells when none
+ * are left (or the wait ran out).
  */
-function trackRequests(server: Server) {
+function trackRequests() {
   let count = 0;
   let idle: (() => void) | null = null;
   function track(res: ServerResponse): void {
@@ -370,7 +378,6 @@ function trackRequests(server: Server) {
       if (count === 0) idle?.();
     });
   }
-  server.on('request', (_req, res) => track(res));
   return {
     track,
     count: () => count,
