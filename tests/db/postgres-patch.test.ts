@@ -10,6 +10,7 @@ import { startPrivateCluster, type PrivateCluster } from '../support/pg-cluster.
 // "Cannot read properties of null (reading 'write')" from an immediate.
 const scenario = path.join(repoRoot, 'tests/fixtures/postgres-kill/scenario.mjs');
 const proxied = path.join(repoRoot, 'tests/fixtures/postgres-proxy/scenario.mjs');
+const failedMidway = path.join(repoRoot, 'tests/fixtures/postgres-rows/scenario.mjs');
 
 let cluster: PrivateCluster;
 
@@ -73,6 +74,30 @@ describe('postgres.js behind a proxy that cuts and refuses connections', () => {
         statement: '57014',
         listensAfterOutage: { first: 2, second: 2 },
         unhandled: [],
+      });
+    },
+    60_000,
+  );
+});
+
+// The same patch (porsager/postgres #1119, #1181): a statement that fails after PostgreSQL
+// sent some of its rows leaves the connection as it found it. Unpatched, the next
+// statement resolved a sparse array (3 holes, then its 5 rows: a job runner's claim read
+// `undefined` as a job), and after a backend terminated mid-statement the next
+// connection's first statement failed with the dead one's 57P01.
+describe('postgres.js after a statement that failed midway through its rows', () => {
+  test.each(['esm', 'cjs'] as const)(
+    "%s build: the next statement's rows are its own",
+    async (build) => {
+      const { code, stdout, stderr } = await runScenario(build, failedMidway);
+      expect({ code, stderr }).toEqual({ code: 0, stderr: '' });
+      const next = { length: 5, holes: 0, count: 5 };
+      expect(JSON.parse(stdout)).toEqual({
+        build,
+        plain: { failed: '22012', next },
+        prepared: { failed: '22012', next },
+        pipelined: { failed: '22012', next },
+        terminated: { failed: 'CONNECTION_CLOSED', next },
       });
     },
     60_000,
